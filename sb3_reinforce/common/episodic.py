@@ -1,0 +1,204 @@
+"""On-policy algorithms whose updates consume a batch of complete episodes.
+
+SB3's ``OnPolicyAlgorithm`` collects a fixed number of steps per env; Monte Carlo policy gradients instead need
+whole episodes, all produced by the current parameters. This base class keeps everything of SB3's (policies,
+VecEnvs, callbacks, logger, save/load) and replaces the collection.
+
+How a batch of ``n_episodes`` episodes is collected without bias:
+
+Every collection starts from a fresh ``env.reset()``, and each env gets a fixed quota of episodes decided
+before any step (``n_episodes`` split as evenly as possible over the envs). Taking instead "the first
+``n_episodes`` episodes to finish" would over-sample short episodes, since they finish first. An env that has
+met its quota keeps being stepped (a VecEnv steps all its envs at once) until the last env meets its own; those
+steps are counted in ``num_timesteps`` but used in no update, and their share is logged as
+``rollout/unused_frac``. Episodes still running when the parameters change are discarded, never reused: every
+transition of an update comes from the parameters it updates.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+from stable_baselines3.common.type_aliases import MaybeCallback
+from stable_baselines3.common.utils import obs_as_tensor
+from stable_baselines3.common.vec_env import VecEnv
+
+from sb3_reinforce.common.episode_buffer import EpisodeBuffer
+from sb3_reinforce.common.fast_actor import NumpyActor
+
+
+def episode_quotas(n_episodes: int, n_envs: int) -> np.ndarray:
+    """Episodes each env contributes: ``n_episodes`` split over ``n_envs``, the first ones taking the remainder."""
+    quotas = np.full(n_envs, n_episodes // n_envs, dtype=np.int64)
+    quotas[: n_episodes % n_envs] += 1
+    return quotas
+
+
+class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
+    """Base for on-policy algorithms trained on batches of ``n_episodes`` complete, on-policy episodes.
+
+    Subclasses implement ``train()`` over ``self.rollout_buffer`` (an :class:`EpisodeBuffer`).
+
+    :param n_episodes: Complete episodes per update (>= 2), split over the envs before collecting.
+    :param max_episode_steps: Bound on the length of one episode (>= 1). An env that has not ended an episode
+        after this many steps raises ``RuntimeError`` instead of collecting forever; wrap such envs in
+        ``gymnasium.wrappers.TimeLimit``.
+    :param use_fast_actor: Collect with the numpy actor of :mod:`sb3_reinforce.common.fast_actor` when the
+        policy allows it (``self.fast_actor_reason`` says why it does not). Both paths sample the same
+        distribution; the numpy one is several times faster for small MLPs on the CPU.
+    """
+
+    rollout_buffer: EpisodeBuffer  # type: ignore[assignment]
+
+    def __init__(
+        self, *args: Any, n_episodes: int, max_episode_steps: int, use_fast_actor: bool = True, **kwargs: Any
+    ) -> None:
+        self.n_episodes = n_episodes
+        self.max_episode_steps = max_episode_steps
+        self.use_fast_actor = use_fast_actor
+        self.fast_actor: NumpyActor | None = None
+        self.fast_actor_reason: str | None = None
+        self._fresh_reset = False
+        super().__init__(*args, **kwargs)
+
+    def _excluded_save_params(self) -> list[str]:
+        # The actor holds numpy copies of the weights and a generator; both are rebuilt from the policy on load.
+        return [*super()._excluded_save_params(), "fast_actor", "_actor_rng"]
+
+    def _setup_model(self) -> None:
+        self._setup_lr_schedule()
+        self.set_random_seed(self.seed)
+        self.policy = self.policy_class(  # type: ignore[assignment]
+            self.observation_space, self.action_space, self.lr_schedule, use_sde=False, **self.policy_kwargs
+        )
+        self.policy = self.policy.to(self.device)
+        self.rollout_buffer = EpisodeBuffer(self.observation_space, self.action_space, self.n_envs)
+        if self.n_episodes < self.n_envs:
+            warnings.warn(
+                f"n_episodes={self.n_episodes} < n_envs={self.n_envs}: {self.n_envs - self.n_episodes} envs "
+                "contribute no episode and all their steps are wasted",
+                stacklevel=2,
+            )
+        # Drawn from torch's generator, which set_random_seed has just seeded, so `seed=` reproduces runs.
+        self._actor_rng = np.random.default_rng(int(th.randint(0, 2**31 - 1, (1,)).item()))
+        self.fast_actor, self.fast_actor_reason = None, "disabled by use_fast_actor=False"
+        if self.use_fast_actor:
+            self.fast_actor, self.fast_actor_reason = NumpyActor.from_policy(
+                self.policy, self.observation_space, self.action_space, self.n_envs, self._actor_rng
+            )
+        if self.verbose >= 1:
+            path = "numpy fast actor" if self.fast_actor else f"torch policy ({self.fast_actor_reason})"
+            print(f"Collecting with the {path}")
+
+    def _setup_learn(
+        self,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        reset_num_timesteps: bool = True,
+        tb_log_name: str = "run",
+        progress_bar: bool = False,
+    ) -> tuple[int, BaseCallback]:
+        previous = self._last_obs
+        result = super()._setup_learn(total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar)
+        # SB3 may have just reset the env: the first collection starts from there instead of resetting again.
+        self._fresh_reset = self._last_obs is not previous
+        return result
+
+    def _sample_torch(self, observations: Any, actions: np.ndarray) -> None:
+        with th.no_grad():
+            obs_tensor = obs_as_tensor(observations, self.device)
+            sampled = self.policy.get_distribution(obs_tensor).get_actions()
+        actions[:] = sampled.cpu().numpy().reshape(actions.shape)
+
+    def collect_rollouts(  # type: ignore[override]
+        self,
+        env: VecEnv,
+        callback: BaseCallback,
+        rollout_buffer: EpisodeBuffer,
+        n_rollout_steps: int = 0,
+    ) -> bool:
+        """Collect ``n_episodes`` complete episodes with the current policy (``n_rollout_steps`` is ignored).
+
+        :return: False if a callback stopped training (the partial batch is then dropped, never trained on).
+        """
+        self.policy.set_training_mode(False)
+        buffer = rollout_buffer
+        buffer.reset()
+        quotas = episode_quotas(self.n_episodes, env.num_envs)
+        finished = np.zeros(env.num_envs, dtype=np.int64)
+        episode_start = np.zeros(env.num_envs, dtype=np.int64)
+        box_actions = isinstance(self.action_space, spaces.Box)
+        actor = self.fast_actor
+        if actor is not None:
+            actor.sync()
+
+        callback.on_rollout_start()
+        observations: Any
+        if self._fresh_reset:
+            observations, self._fresh_reset = self._last_obs, False
+        else:
+            observations = env.reset()
+        t = 0
+        while True:
+            buffer.ensure_row(t)
+            buffer.store_observation(t, observations)
+            stored_obs = buffer.observations
+            actions = buffer.actions[t]
+            if actor is not None:
+                assert not isinstance(stored_obs, dict)
+                actor.act(stored_obs[t], actions)
+            else:
+                self._sample_torch(observations, actions)
+            env_actions: np.ndarray = actions
+            if box_actions:
+                assert isinstance(self.action_space, spaces.Box)
+                env_actions = np.clip(actions, self.action_space.low.reshape(-1), self.action_space.high.reshape(-1))
+                env_actions = env_actions.reshape((env.num_envs, *self.action_space.shape))
+
+            new_obs, rewards, dones, infos = env.step(env_actions)
+            self.num_timesteps += env.num_envs
+            callback.update_locals(locals())
+            if not callback.on_step():
+                return False
+
+            buffer.rewards[t] = rewards
+            buffer.episode_ends[t] = dones
+            if dones.any():
+                self._update_info_buffer(infos, dones)
+                for index in np.flatnonzero(dones):
+                    if finished[index] >= quotas[index]:
+                        continue
+                    info = infos[index]
+                    if info.get("TimeLimit.truncated", False) and info.get("terminal_observation") is not None:
+                        buffer.truncations.append((t, int(index), info["terminal_observation"]))
+                    finished[index] += 1
+                    episode_start[index] = t + 1
+                    if finished[index] == quotas[index]:
+                        buffer.valid_len[index] = t + 1
+            observations = new_obs
+            t += 1
+            buffer.n_steps = t
+            if (finished >= quotas).all():
+                break
+            # Checked every 1024 steps: a bound, not a per-step cost.
+            if t % 1024 == 0:
+                running = np.where(finished < quotas, t - episode_start, 0)
+                if running.max() > self.max_episode_steps:
+                    raise RuntimeError(
+                        f"env {int(running.argmax())} has run {int(running.max())} steps without ending an "
+                        f"episode (max_episode_steps={self.max_episode_steps}); wrap it in "
+                        "gymnasium.wrappers.TimeLimit or raise max_episode_steps"
+                    )
+
+        self._last_obs = observations
+        self.logger.record("rollout/unused_frac", buffer.unused_fraction())
+        self.logger.record("rollout/n_episodes", int(quotas.sum()))
+        callback.update_locals(locals())
+        callback.on_rollout_end()
+        return True

@@ -1,0 +1,285 @@
+from __future__ import annotations
+
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.utils import explained_variance, obs_as_tensor
+from torch.nn import functional as F
+
+from sb3_reinforce.common.episodic import EpisodicOnPolicyAlgorithm
+from sb3_reinforce.common.gae import compute_gae, discounted_cumsum
+from sb3_reinforce.reinforce.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
+
+SelfReinforce = TypeVar("SelfReinforce", bound="Reinforce")
+
+BASELINES = ("none", "mean", "value")
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise ValueError(message)
+
+
+class Reinforce(EpisodicOnPolicyAlgorithm):
+    """REINFORCE, the Monte Carlo policy gradient (Williams, 1992).
+
+    Paper: "Simple statistical gradient-following algorithms for connectionist reinforcement learning",
+    Machine Learning 8, 229-256 (1992). Each update uses ``n_episodes`` complete episodes produced by the current
+    parameters (see :mod:`sb3_reinforce.common.episodic` for how they are collected without bias) and ascends
+
+        J(theta) ~ 1/B * sum_t  A_t * log pi_theta(a_t | s_t)  +  ent_coef * H(pi_theta(. | s_t))
+
+    over the ``B`` steps of the batch, in one forward pass over the whole flattened batch (log-probabilities are
+    recomputed there; no autograd graph is kept during collection). ``A_t`` is built from the reward-to-go
+    ``G_t = r_t + gamma * G_{t+1}`` within the episode (``G`` of the step after the episode's last is 0; a return
+    never crosses an episode or an env boundary):
+
+    - ``baseline="none"``: ``A_t = G_t``
+    - ``baseline="mean"``: ``A_t = G_t - mean(G)`` over the batch (the seed reference's batch-mean baseline)
+    - ``baseline="value"``: a learned critic ``V``; ``A_t`` is GAE(gamma, gae_lambda) over the episode, which for
+      ``gae_lambda=1`` is ``G_t - V(s_t)``. The critic regresses on ``A_t + V(s_t)`` with weight ``vf_coef``.
+
+    Time limits: an episode cut by a time limit (``TimeLimit.truncated``) is bootstrapped with
+    ``gamma * V(terminal observation)`` when ``baseline="value"``; with the other baselines there is no critic to
+    bootstrap with, so its return simply ends at the cut (as if the episode had terminated there).
+
+    Normalization: the policy loss is the MEAN over the batch's steps. The seed reference divides the SUM over
+    steps by the number of episodes instead, so its gradient is this one times ``B / n_episodes``.
+
+    Logged: ``train/entropy`` (watch it: its collapse precedes a plateau of the return), ``train/grad_norm``
+    (before clipping), ``train/policy_loss`` (a surrogate whose VALUE means nothing, only its gradient does),
+    ``train/value_loss`` and ``train/explained_variance`` with a critic, ``rollout/ep_rew_mean`` (Monitor) and
+    ``rollout/unused_frac``.
+
+    :param policy: The policy model to use (MlpPolicy, CnnPolicy, MultiInputPolicy, or an ActorCriticPolicy class)
+    :param env: The environment to learn from (if registered in Gymnasium, can be a str)
+    :param learning_rate: Learning rate (> 0), or a schedule of the remaining progress (from 1 to 0)
+    :param n_episodes: Complete episodes per update, >= 2 (a single-episode gradient random-walks). Split as
+        evenly as possible over the envs; keep it a multiple of ``n_envs`` so no env waits on another's extra one.
+    :param gamma: Discount factor in [0, 1]; 1 is legitimate for episodic tasks
+    :param baseline: "none", "mean" or "value" (see above)
+    :param gae_lambda: GAE lambda in [0, 1] for ``baseline="value"`` (1 = Monte Carlo return minus value);
+        must stay 1.0 with the other baselines, which have no critic
+    :param ent_coef: Entropy bonus coefficient, >= 0 (a negative one would reward collapse)
+    :param vf_coef: Value loss coefficient (>= 0), used with ``baseline="value"``
+    :param max_grad_norm: Gradient clipping norm (> 0), or None for no clipping
+    :param normalize_advantage: Standardize the advantages within the batch (biased, but stabilizing)
+    :param max_episode_steps: Bound (>= 1) on one episode's length during collection: a longer one raises
+        ``RuntimeError`` instead of hanging. Use a TimeLimit wrapper for tasks that never end.
+    :param use_fast_actor: Collect with the exact numpy actor when the policy allows it (Box/Discrete
+        observations, MLP, CPU); ``model.fast_actor_reason`` says why not otherwise.
+    :param stats_window_size: Window size for the rollout logging (episodes averaged)
+    :param tensorboard_log: The log location for tensorboard (if None, no logging)
+    :param policy_kwargs: Additional arguments passed to the policy on creation
+    :param verbose: 0 no output, 1 info messages, 2 debug
+    :param seed: Seed for the pseudo random generators
+    :param device: Device (cpu, cuda, ...); "auto" takes the GPU if there is one
+    :param _init_setup_model: Whether or not to build the network at the creation of the instance
+    """
+
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
+        "MlpPolicy": MlpPolicy,
+        "CnnPolicy": CnnPolicy,
+        "MultiInputPolicy": MultiInputPolicy,
+    }
+
+    def __init__(
+        self,
+        policy: str | type[ActorCriticPolicy],
+        env: GymEnv | str,
+        learning_rate: float | Schedule = 1e-3,
+        n_episodes: int = 16,
+        gamma: float = 0.99,
+        baseline: str = "value",
+        gae_lambda: float = 1.0,
+        ent_coef: float = 0.0,
+        vf_coef: float = 0.5,
+        max_grad_norm: float | None = 0.5,
+        normalize_advantage: bool = True,
+        max_episode_steps: int = 100_000,
+        use_fast_actor: bool = True,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: th.device | str = "auto",
+        _init_setup_model: bool = True,
+    ) -> None:
+        # Validated before the base class builds (or steps) any env.
+        _check(
+            isinstance(n_episodes, (int, np.integer)) and n_episodes >= 2,
+            f"n_episodes must be an integer >= 2, got {n_episodes!r}",
+        )
+        _check(0.0 <= gamma <= 1.0, f"gamma must be in [0, 1], got {gamma!r}")
+        _check(baseline in BASELINES, f"baseline must be one of {BASELINES}, got {baseline!r}")
+        _check(0.0 <= gae_lambda <= 1.0, f"gae_lambda must be in [0, 1], got {gae_lambda!r}")
+        _check(
+            baseline == "value" or gae_lambda == 1.0,
+            f"gae_lambda={gae_lambda!r} needs baseline='value' (got baseline={baseline!r}); leave it at 1.0",
+        )
+        _check(ent_coef >= 0.0, f"ent_coef must be >= 0, got {ent_coef!r}")
+        _check(vf_coef >= 0.0, f"vf_coef must be >= 0, got {vf_coef!r}")
+        _check(
+            max_grad_norm is None or max_grad_norm > 0.0, f"max_grad_norm must be > 0 or None, got {max_grad_norm!r}"
+        )
+        _check(
+            callable(learning_rate) or float(learning_rate) > 0.0,
+            f"learning_rate must be > 0 or a schedule, got {learning_rate!r}",
+        )
+        _check(
+            isinstance(max_episode_steps, (int, np.integer)) and max_episode_steps >= 1,
+            f"max_episode_steps must be an integer >= 1, got {max_episode_steps!r}",
+        )
+        self.baseline = baseline
+        self.normalize_advantage = normalize_advantage
+        super().__init__(
+            policy,
+            env,
+            n_episodes=n_episodes,
+            max_episode_steps=max_episode_steps,
+            use_fast_actor=use_fast_actor,
+            learning_rate=learning_rate,
+            n_steps=1,  # unused: batches are counted in episodes, not steps
+            gamma=gamma,
+            gae_lambda=gae_lambda,
+            ent_coef=ent_coef,
+            vf_coef=vf_coef,
+            max_grad_norm=max_grad_norm,
+            use_sde=False,
+            sde_sample_freq=-1,
+            stats_window_size=stats_window_size,
+            tensorboard_log=tensorboard_log,
+            policy_kwargs=policy_kwargs,
+            verbose=verbose,
+            seed=seed,
+            device=device,
+            _init_setup_model=False,
+            supported_action_spaces=(spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary),
+        )
+        if _init_setup_model:
+            self._setup_model()
+
+    def _advantages(self, values: th.Tensor, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Advantages and value targets of the valid steps, flattened in the order of ``mask``.
+
+        Arrays are ``(T, N)``; ``values`` holds V(s_t) of the valid steps only.
+        """
+        buffer = self.rollout_buffer
+        steps = buffer.n_steps
+        rewards = buffer.rewards[:steps]
+        ends = buffer.episode_ends[:steps]
+        if self.baseline != "value":
+            returns = discounted_cumsum(rewards, ends, self.gamma)[mask]
+            advantages = returns - returns.mean() if self.baseline == "mean" else returns
+            return advantages, returns
+        grid_values = np.zeros((steps, buffer.n_envs), dtype=np.float32)
+        grid_values[mask] = values.detach().cpu().numpy().reshape(-1)
+        rewards = rewards.copy()
+        if buffer.truncations:
+            # A time-limit cut is not an ending: the return continues with gamma * V(terminal observation).
+            terminal = buffer.truncated_observations()
+            with th.no_grad():
+                terminal_values = self.policy.predict_values(obs_as_tensor(terminal, self.device))
+            for (t, env, _), value in zip(buffer.truncations, terminal_values.cpu().numpy().reshape(-1), strict=True):
+                rewards[t, env] += self.gamma * value
+        # compute_gae takes SB3's convention: start_{t+1} marks that step t ended its episode.
+        starts = np.zeros_like(ends)
+        starts[1:] = ends[:-1]
+        advantages = compute_gae(
+            rewards,
+            grid_values,
+            starts,
+            np.zeros(buffer.n_envs, dtype=np.float32),
+            ends[-1],
+            self.gamma,
+            self.gae_lambda,
+        )
+        value_targets = advantages + grid_values
+        return advantages[mask], value_targets[mask]
+
+    def train(self) -> None:
+        """One gradient step on the collected batch of complete episodes."""
+        self.policy.set_training_mode(True)
+        self._update_learning_rate(self.policy.optimizer)
+        buffer = self.rollout_buffer
+        mask = buffer.valid_mask()
+        observations = obs_as_tensor(buffer.flat_observations(mask), self.device)
+        actions = th.as_tensor(buffer.actions[: buffer.n_steps][mask], device=self.device)
+        if isinstance(self.action_space, spaces.Discrete):
+            actions = actions.long().flatten()
+
+        if self.baseline == "value":
+            values, log_prob, entropy = self.policy.evaluate_actions(observations, actions)
+            values = values.flatten()
+        else:
+            # No critic: skip its forward pass altogether.
+            distribution = self.policy.get_distribution(observations)
+            log_prob, entropy = distribution.log_prob(actions), distribution.entropy()
+            values = th.zeros(0)
+        advantages_np, targets_np = self._advantages(values, mask)
+        advantages = th.as_tensor(advantages_np, device=self.device)
+        if self.normalize_advantage and advantages.numel() > 1:
+            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+
+        policy_loss = -(advantages * log_prob).mean()
+        # Distributions without a closed-form entropy: estimate it with -log pi of the sampled actions.
+        entropy_mean = entropy.mean() if entropy is not None else -log_prob.mean()
+        loss = policy_loss - self.ent_coef * entropy_mean
+        value_loss = None
+        if self.baseline == "value":
+            targets = th.as_tensor(targets_np, device=self.device)
+            value_loss = F.mse_loss(values, targets)
+            loss = loss + self.vf_coef * value_loss
+
+        self.policy.optimizer.zero_grad(set_to_none=True)
+        if not th.isfinite(loss):
+            raise FloatingPointError(self._nonfinite_message("loss", loss.item()))
+        loss.backward()
+        grad_norm = th.nn.utils.clip_grad_norm_(
+            self.policy.parameters(), self.max_grad_norm if self.max_grad_norm is not None else float("inf")
+        )
+        if not th.isfinite(grad_norm):
+            raise FloatingPointError(self._nonfinite_message("gradient norm", grad_norm.item()))
+        self.policy.optimizer.step()
+        self._n_updates += 1
+
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        self.logger.record("train/policy_loss", policy_loss.item())
+        self.logger.record("train/entropy", entropy_mean.item())
+        self.logger.record("train/grad_norm", grad_norm.item())
+        self.logger.record("train/batch_size", int(mask.sum()))
+        if value_loss is not None:
+            self.logger.record("train/value_loss", value_loss.item())
+            self.logger.record(
+                "train/explained_variance", float(explained_variance(values.detach().cpu().numpy(), targets_np))
+            )
+
+    def _nonfinite_message(self, what: str, value: float) -> str:
+        return (
+            f"non-finite {what} ({value}) at update {self._n_updates + 1} (num_timesteps={self.num_timesteps}); "
+            "the policy was not changed. Lower learning_rate, set max_grad_norm, or check the env's rewards "
+            "and observations for nan/inf (VecCheckNan)."
+        )
+
+    def learn(
+        self: SelfReinforce,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int = 1,
+        tb_log_name: str = "Reinforce",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfReinforce:
+        return super().learn(
+            total_timesteps=total_timesteps,
+            callback=callback,
+            log_interval=log_interval,
+            tb_log_name=tb_log_name,
+            reset_num_timesteps=reset_num_timesteps,
+            progress_bar=progress_bar,
+        )

@@ -1,0 +1,80 @@
+"""Small hand-made environments whose episodes are known in advance."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+
+class ScriptedEnv(gym.Env[np.ndarray, int]):
+    """Episodes of given lengths (cycled) with reward ``r_t = base + t`` at step ``t`` of the episode.
+
+    The observation is ``[episode index, t]`` so tests can tell which step produced which transition.
+    ``truncate_at`` makes episodes of that length end by truncation instead of termination.
+    """
+
+    def __init__(
+        self, lengths: list[int], base: float = 1.0, truncate_at: int | None = None, zero_reward: bool = False
+    ) -> None:
+        self.lengths = lengths
+        self.base = base
+        self.truncate_at = truncate_at
+        self.zero_reward = zero_reward
+        self.observation_space = spaces.Box(-np.inf, np.inf, shape=(2,), dtype=np.float32)
+        self.action_space = spaces.Discrete(2)
+        self.episode = -1
+        self.t = 0
+
+    def _obs(self) -> np.ndarray:
+        return np.array([self.episode, self.t], dtype=np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.episode += 1
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        reward = 0.0 if self.zero_reward else self.base + self.t
+        self.t += 1
+        length = self.lengths[self.episode % len(self.lengths)]
+        over = self.t >= length
+        truncated = over and self.truncate_at == length
+        return self._obs(), reward, over and not truncated, truncated, {}
+
+
+class NeverEndingEnv(gym.Env[np.ndarray, int]):
+    observation_space = spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        return np.zeros(1, dtype=np.float32), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        return np.zeros(1, dtype=np.float32), 0.0, False, False, {}
+
+
+class SpaceEnv(gym.Env[Any, Any]):
+    """Random observations of any space, any action space, episodes of 5-9 steps, reward = 1."""
+
+    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space) -> None:
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.t = 0
+        self.length = 5
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        super().reset(seed=seed)
+        self.observation_space.seed(int(self.np_random.integers(2**31)))
+        self.t = 0
+        self.length = int(self.np_random.integers(5, 10))
+        return self.observation_space.sample(), {}
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        assert self.action_space.contains(np.asarray(action, dtype=self.action_space.dtype)), action
+        self.t += 1
+        return self.observation_space.sample(), 1.0, self.t >= self.length, False, {}

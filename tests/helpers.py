@@ -1,0 +1,30 @@
+"""Shared test helpers: run one collection by hand and read the batch back as episodes."""
+
+from __future__ import annotations
+
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+
+from sb3_reinforce import Reinforce
+
+
+def collect(model: Reinforce, callback: BaseCallback | None = None) -> None:
+    """One collection of ``model.n_episodes`` episodes, exactly as ``learn`` does it (no update)."""
+    _, prepared = model._setup_learn(10**9, callback)
+    assert model.env is not None
+    assert model.collect_rollouts(model.env, prepared, model.rollout_buffer)
+
+
+def batch_episodes(model: Reinforce) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The collected batch as ``[(observations, actions, rewards), ...]``, one entry per counted episode."""
+    buffer = model.rollout_buffer
+    episodes = []
+    for env in range(buffer.n_envs):
+        start = 0
+        for t in range(int(buffer.valid_len[env])):
+            if buffer.episode_ends[t, env]:
+                sl = slice(start, t + 1)
+                observations = buffer.observations[sl, env]  # type: ignore[call-overload]
+                episodes.append((observations, buffer.actions[sl, env], buffer.rewards[sl, env]))
+                start = t + 1
+    return episodes

@@ -1,0 +1,304 @@
+"""Reinforce against the closed-form reference, special cases, bad input, and SB3's machinery."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.callbacks import CheckpointCallback, EvalCallback
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.logger import configure
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
+
+from sb3_reinforce import VARIANTS, Reinforce, reference
+from tests.envs import NeverEndingEnv, ScriptedEnv, SpaceEnv
+from tests.helpers import batch_episodes, collect
+
+TINY = {"net_arch": [16]}
+
+
+def linear_parameters(model: Reinforce) -> np.ndarray:
+    """``[W | b]`` of the linear softmax head, ``(actions, features + 1)``."""
+    head = model.policy.action_net
+    return th.cat([head.weight, head.bias[:, None]], dim=1).detach().numpy().astype(np.float64).copy()
+
+
+@pytest.mark.parametrize(("n_envs", "n_episodes"), [(1, 4), (3, 5), (4, 8)])
+def test_reference_update_follows_the_closed_form_gradient(n_envs: int, n_episodes: int) -> None:
+    kwargs = {**VARIANTS["reference"], "n_episodes": n_episodes}
+    model = Reinforce("MlpPolicy", make_vec_env("CartPole-v1", n_envs=n_envs, seed=3), seed=3, device="cpu", **kwargs)
+    before = linear_parameters(model)
+    collect(model)
+    model.train()
+    step = linear_parameters(model) - before
+
+    # The same batch through the reference, with the bias as the weight of a constant feature 1.
+    episodes = [
+        (np.hstack([obs.astype(np.float64), np.ones((len(obs), 1))]), actions.astype(np.int64), rewards)
+        for obs, actions, rewards in batch_episodes(model)
+    ]
+    lengths = {len(rewards) for _, _, rewards in episodes}
+    assert len(episodes) == n_episodes
+    assert len(lengths) > 1, "episodes of unequal lengths are the interesting case"
+    gradient = reference.batch_gradient(before, episodes, kwargs["gamma"])
+
+    cosine = float((step * gradient).sum() / (np.linalg.norm(step) * np.linalg.norm(gradient)))
+    assert cosine > 0.9999
+    # Documented normalization: Reinforce averages over the B steps, the reference divides by the episodes.
+    batch_steps = sum(len(rewards) for _, _, rewards in episodes)
+    rescaled = step / kwargs["learning_rate"] * batch_steps / n_episodes
+    np.testing.assert_allclose(rescaled, gradient, rtol=1e-4, atol=1e-6 * np.abs(gradient).max())
+
+
+def test_reference_module_learns_cartpole_a_little() -> None:
+    env = gym.make("CartPole-v1")
+    rng = np.random.default_rng(0)
+    theta = reference.train(env, episodes=300, batch_episodes=10, alpha=0.01, seed=0)
+    lengths = [len(reference.run_episode(env, theta, rng)[2]) for _ in range(20)]
+    # A zero (uniform) policy lasts about 22 steps on CartPole; 300 episodes of ascent must beat it clearly.
+    assert np.mean(lengths) > 60
+
+
+def test_score_matches_autograd() -> None:
+    rng = np.random.default_rng(1)
+    theta, states, actions = rng.normal(size=(3, 5)), rng.normal(size=(7, 5)), rng.integers(0, 3, size=7)
+    theta_t = th.tensor(theta, requires_grad=True)
+    for index in range(7):
+        log_pi = th.log_softmax(th.tensor(states[index]) @ theta_t.T, dim=0)[actions[index]]
+        (grad,) = th.autograd.grad(log_pi, theta_t)
+        np.testing.assert_allclose(reference.score(theta, states, actions)[index], grad.numpy(), rtol=1e-10)
+
+
+def policy_state(model: Reinforce) -> dict[str, th.Tensor]:
+    return {key: value.clone() for key, value in model.policy.state_dict().items()}
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+def test_zero_rewards_leave_the_policy_unchanged(normalize: bool) -> None:
+    env = DummyVecEnv([lambda: ScriptedEnv([3, 5], zero_reward=True)] * 2)
+    model = Reinforce(
+        "MlpPolicy",
+        env,
+        baseline="mean",
+        ent_coef=0.0,
+        normalize_advantage=normalize,
+        n_episodes=4,
+        seed=0,
+        device="cpu",
+        policy_kwargs=TINY,
+    )
+    before = policy_state(model)
+    model.learn(200)
+    assert model._n_updates >= 2
+    for key, value in policy_state(model).items():
+        assert th.isfinite(value).all()
+        th.testing.assert_close(value, before[key], rtol=0, atol=0, msg=key)
+
+
+def test_zero_rewards_with_entropy_bonus_raise_the_entropy() -> None:
+    env = DummyVecEnv([lambda: ScriptedEnv([3, 5], zero_reward=True)] * 2)
+    # Plain SGD with a small step: an ascent step on the entropy alone must raise it.
+    model = Reinforce(
+        "MlpPolicy",
+        env,
+        baseline="mean",
+        ent_coef=0.1,
+        n_episodes=4,
+        learning_rate=0.05,
+        seed=0,
+        device="cpu",
+        policy_kwargs={**TINY, "ortho_init": False, "optimizer_class": th.optim.SGD},
+    )
+    for _ in range(3):
+        collect(model)
+        batch = th.as_tensor(model.rollout_buffer.flat_observations(model.rollout_buffer.valid_mask()))
+
+        def entropy(batch: th.Tensor = batch) -> float:
+            with th.no_grad():
+                return float(model.policy.get_distribution(batch).entropy().mean())
+
+        before = entropy()
+        model.train()
+        assert np.log(2) >= entropy() > before
+
+
+def test_same_seed_same_parameters_and_save_load_round_trip(tmp_path: Path) -> None:
+    def run() -> Reinforce:
+        model = Reinforce(
+            "MlpPolicy",
+            make_vec_env("CartPole-v1", n_envs=2, seed=5),
+            n_episodes=4,
+            seed=5,
+            device="cpu",
+            policy_kwargs=TINY,
+        )
+        return model.learn(600)
+
+    first, second = run(), run()
+    for (key, a), b in zip(first.policy.state_dict().items(), second.policy.state_dict().values(), strict=True):
+        th.testing.assert_close(a, b, rtol=0, atol=0, msg=key)
+
+    first.save(tmp_path / "model")
+    loaded = Reinforce.load(tmp_path / "model", device="cpu")
+    observations = np.random.default_rng(0).normal(size=(50, 4)).astype(np.float32)
+    np.testing.assert_array_equal(
+        first.predict(observations, deterministic=True)[0], loaded.predict(observations, deterministic=True)[0]
+    )
+    assert loaded.n_episodes == 4
+    assert loaded.baseline == "value"
+    assert loaded.fast_actor is not None
+
+    # Continue training the loaded model on a new env without resetting the step counter.
+    loaded.set_env(make_vec_env("CartPole-v1", n_envs=2, seed=6))
+    steps = loaded.num_timesteps
+    loaded.learn(300, reset_num_timesteps=False)
+    assert loaded.num_timesteps > steps
+
+
+BOX = spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32)
+SPACE_CASES: list[tuple[str, spaces.Space, spaces.Space]] = [
+    ("MlpPolicy", BOX, spaces.Discrete(3)),
+    ("MlpPolicy", BOX, spaces.Box(-2.0, 2.0, shape=(2,), dtype=np.float32)),
+    ("MlpPolicy", BOX, spaces.MultiDiscrete([2, 3])),
+    ("MlpPolicy", BOX, spaces.MultiBinary(3)),
+    ("MlpPolicy", spaces.Discrete(5), spaces.Discrete(2)),
+    ("CnnPolicy", spaces.Box(0, 255, shape=(36, 36, 1), dtype=np.uint8), spaces.Discrete(2)),
+    ("MultiInputPolicy", spaces.Dict({"a": BOX, "b": spaces.Discrete(4)}), spaces.Box(-1, 1, shape=(2,))),
+]
+
+
+@pytest.mark.parametrize(("policy", "observation_space", "action_space"), SPACE_CASES)
+@pytest.mark.parametrize("baseline", ["mean", "value"])
+def test_every_supported_space_learns_briefly(
+    policy: str, observation_space: spaces.Space, action_space: spaces.Space, baseline: str
+) -> None:
+    env = DummyVecEnv([lambda: SpaceEnv(observation_space, action_space)] * 2)
+    kwargs: dict[str, Any] = {"net_arch": [8]}
+    if policy == "CnnPolicy":
+        kwargs["features_extractor_kwargs"] = {"features_dim": 8}
+    model = Reinforce(policy, env, n_episodes=2, baseline=baseline, seed=0, device="cpu", policy_kwargs=kwargs)
+    before = policy_state(model)
+    model.learn(40)
+    assert model._n_updates >= 1
+    changed = [key for key, value in policy_state(model).items() if not th.equal(value, before[key])]
+    assert any("action_net" in key for key in changed)
+    expect_fast = policy == "MlpPolicy"
+    assert (model.fast_actor is not None) == expect_fast, model.fast_actor_reason
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"gamma": 1.5}, "gamma must be in"),
+        ({"gamma": -0.1}, "gamma must be in"),
+        ({"n_episodes": 1}, "n_episodes must be an integer >= 2"),
+        ({"n_episodes": 2.5}, "n_episodes must be an integer >= 2"),
+        ({"ent_coef": -0.01}, "ent_coef must be >= 0"),
+        ({"baseline": "median"}, "baseline must be one of"),
+        ({"baseline": "mean", "gae_lambda": 0.95}, "gae_lambda=0.95 needs baseline='value'"),
+        ({"gae_lambda": 1.5}, "gae_lambda must be in"),
+        ({"vf_coef": -1.0}, "vf_coef must be >= 0"),
+        ({"max_grad_norm": 0.0}, "max_grad_norm must be > 0"),
+        ({"learning_rate": -1e-3}, "learning_rate must be > 0"),
+        ({"max_episode_steps": 0}, "max_episode_steps must be an integer >= 1"),
+    ],
+)
+def test_bad_hyperparameters_fail_before_the_env_is_touched(kwargs: dict[str, Any], message: str) -> None:
+    class Untouchable(NeverEndingEnv):
+        def reset(self, **_: Any) -> Any:
+            raise AssertionError("the env must not be reset before validation")
+
+    with pytest.raises(ValueError, match=message):
+        Reinforce("MlpPolicy", DummyVecEnv([Untouchable]), **kwargs)
+
+
+def test_an_env_that_never_ends_raises() -> None:
+    model = Reinforce(
+        "MlpPolicy",
+        DummyVecEnv([NeverEndingEnv] * 2),
+        n_episodes=2,
+        max_episode_steps=1000,
+        device="cpu",
+        policy_kwargs=TINY,
+    )
+    with pytest.raises(RuntimeError, match=r"without ending an episode \(max_episode_steps=1000\)"):
+        model.learn(10_000)
+
+
+def test_nan_rewards_stop_training_with_the_update_named() -> None:
+    class NanEnv(ScriptedEnv):
+        def step(self, action: int) -> Any:
+            obs, _, terminated, truncated, info = super().step(action)
+            return obs, float("nan"), terminated, truncated, info
+
+    model = Reinforce("MlpPolicy", DummyVecEnv([lambda: NanEnv([3])]), n_episodes=2, device="cpu", policy_kwargs=TINY)
+    before = policy_state(model)
+    with pytest.raises(FloatingPointError, match=r"non-finite loss \(nan\) at update 1 \(num_timesteps=6\)"):
+        model.learn(100)
+    for key, value in policy_state(model).items():
+        th.testing.assert_close(value, before[key], rtol=0, atol=0)
+
+
+def test_sb3_machinery_works_unchanged(tmp_path: Path) -> None:
+    env = VecNormalize(make_vec_env("CartPole-v1", n_envs=2, seed=0))
+    eval_env = VecNormalize(make_vec_env("CartPole-v1", n_envs=1, seed=1), training=False)
+    model = Reinforce(
+        "MlpPolicy",
+        env,
+        n_episodes=4,
+        seed=0,
+        device="auto",
+        verbose=0,
+        policy_kwargs=TINY,
+        tensorboard_log=str(tmp_path / "tb"),
+    )
+    callbacks = [
+        EvalCallback(eval_env, eval_freq=200, n_eval_episodes=2, best_model_save_path=str(tmp_path / "best")),
+        CheckpointCallback(save_freq=300, save_path=str(tmp_path / "ckpt")),
+    ]
+    model.learn(1200, callback=callbacks, progress_bar=True)
+    assert (tmp_path / "best" / "best_model.zip").exists()
+    assert list((tmp_path / "ckpt").glob("*.zip"))
+    events = list((tmp_path / "tb").rglob("events.out.tfevents.*"))
+    assert events
+    assert events[0].parent.name.startswith("Reinforce")
+    mean, _ = evaluate_policy(model, model.get_env(), n_eval_episodes=3)  # type: ignore[arg-type]
+    assert mean > 0
+    model.set_logger(configure(str(tmp_path / "csv"), ["csv"]))
+    model.learn(400, reset_num_timesteps=False)
+    header = (tmp_path / "csv" / "progress.csv").read_text().splitlines()[0].split(",")
+    for key in (
+        "train/entropy",
+        "train/grad_norm",
+        "train/policy_loss",
+        "train/value_loss",
+        "train/explained_variance",
+        "rollout/unused_frac",
+        "rollout/ep_rew_mean",
+    ):
+        assert key in header, key
+
+
+def test_subprocess_envs() -> None:
+    env = make_vec_env("CartPole-v1", n_envs=2, seed=0, vec_env_cls=SubprocVecEnv)
+    try:
+        model = Reinforce("MlpPolicy", env, n_episodes=2, seed=0, device="cpu", policy_kwargs=TINY).learn(100)
+        assert model._n_updates >= 1
+    finally:
+        env.close()
+
+
+def test_string_env_and_gym_env() -> None:
+    assert Reinforce("MlpPolicy", "CartPole-v1", n_episodes=2, device="cpu").learn(50).num_timesteps >= 50
+    assert (
+        Reinforce("MlpPolicy", gym.make("Acrobot-v1", max_episode_steps=20), n_episodes=2, device="cpu")
+        .learn(50)
+        .num_timesteps
+        >= 40
+    )
