@@ -24,18 +24,9 @@ from sb3_reinforce.common.gae import compute_gae_and_returns
 __all__ = ["GAEDictRolloutBuffer", "GAERolloutBuffer"]
 
 
-def _is_output_array(array: np.ndarray, shape: tuple[int, int]) -> bool:
-    return array.dtype == np.float32 and array.shape == shape and array.flags.writeable
-
-
 def _fill_advantages_and_returns(buffer: RolloutBuffer, last_values: th.Tensor, dones: np.ndarray) -> None:
-    shape = (buffer.buffer_size, buffer.n_envs)
-    # SB3 writes advantages in place and rebinds returns; writing both in place saves an allocation. Arrays of
-    # another shape (a buffer already flattened by get()) are replaced, never reshaped under the caller.
-    if not _is_output_array(buffer.advantages, shape):
-        buffer.advantages = np.zeros(shape, dtype=np.float32)
-    if not _is_output_array(buffer.returns, shape) or np.may_share_memory(buffer.returns, buffer.advantages):
-        buffer.returns = np.zeros(shape, dtype=np.float32)
+    # Both outputs are written in place (SB3 rebinds `returns`; the values are the same). Shapes are checked by the
+    # kernel: a buffer already flattened by get() raises instead of being silently mixed up.
     compute_gae_and_returns(
         buffer.rewards,
         buffer.values,
