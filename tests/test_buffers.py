@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -220,3 +222,26 @@ def test_saved_model_reloads_with_our_buffer(tmp_path: Path) -> None:
 
     assert loaded.rollout_buffer_class is GAERolloutBuffer
     assert type(loaded.rollout_buffer) is GAERolloutBuffer
+
+
+def test_benchmark_script_smoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The benchmark runs end to end on a tiny shape and writes its table (timings themselves are not tested)."""
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "gae_buffer.py"
+    spec = importlib.util.spec_from_file_location("gae_buffer_benchmark", script)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+
+    argv = ["--shapes", "8x2", "3x40", "--repeats", "2", "--warmup", "1", "--sample-seconds", "1e-4"]
+    status = module.main([*argv, "--no-first-call", "--output-dir", str(tmp_path)])
+
+    assert status == 0
+    table = (tmp_path / "gae_buffer.md").read_text()
+    assert "| (8, 2) |" in table
+    assert "| (3, 40) |" in table
+    rows = (tmp_path / "gae_buffer.csv").read_text().splitlines()
+    assert rows[0].startswith("n_steps,n_envs,sb3_median_ms,ours_median_ms")
+    assert len(rows) == 3
+    assert all(float(row.split(",")[-1]) < 1e-4 for row in rows[1:])  # max |ours - SB3| on the advantages
