@@ -1,4 +1,4 @@
-"""Exact, loop-free (in Python) kernels for discounted sums and Generalized Advantage Estimation.
+"""Exact, vectorised kernels for discounted sums and Generalized Advantage Estimation (GAE).
 
 All arrays are time-major: ``(T, N) = (n_steps, n_envs)``, the layout of Stable-Baselines3's rollout buffers.
 Inputs are float32 by contract (float64 is accepted and rounded to float32 first, as SB3's buffers would store
@@ -6,44 +6,47 @@ it); outputs are float32.
 
 Method
 ------
-Both recursions are first-order linear recurrences backwards in time, independent across environments. They are
-evaluated by a numba kernel that walks time backwards once and, at each step, updates all ``N`` environments from
-a float64 carry vector:
+Both recursions are first-order linear recurrences backwards in time, independent across environments. A numba
+kernel walks time backwards once and, at each step, updates all ``N`` environments from a float64 carry vector:
 
-* It is the same arithmetic as the textbook loop (no reassociation, no ``fastmath``), so the result is the float64
-  recursion rounded once to float32. Accumulating in float64 keeps long horizons honest: with ``T = 10_000`` and
-  ``gamma * lambda = 0.9999`` a float32 accumulator (what SB3 does) drifts by ~1e-5 relative, this does not.
-* ``O(T * N)`` work and no ``(T, N)`` temporaries beyond the output (the carry is ``O(N)``).
-* When ``N`` is large enough the per-step update is a separate, non-inlined numba function: LLVM then vectorises
-  the loop over environments (SIMD), which it does not do when the same loop sits inside the time loop. For small
-  ``N`` the call overhead per step outweighs that, so the time loop is inlined. Both paths run the same
-  function body, so they give bit-identical results.
+* Same arithmetic as the textbook loop (no reassociation, no ``fastmath``, so no FMA contraction either): the
+  result is the float64 recursion rounded once to float32. The float64 carry is what keeps long horizons exact:
+  at ``T = 10_000`` and ``gamma * lambda = 0.9999`` SB3's float32 accumulator is off by 7e-5 relative, this
+  kernel by 6e-8 (one float32 rounding).
+* ``O(T * N)`` work, no Python per step, and no ``(T, N)`` temporaries besides the outputs (the carry is ``O(N)``).
+* For ``N >= 32`` the per-step update is a separate, non-inlined numba function: LLVM vectorises (SIMD) the loop
+  over environments there, but not when the same loop is nested inside the time loop. Below that the call
+  overhead per step outweighs SIMD, so the step is inlined. Both paths run the same function body and give
+  bit-identical results.
 
-Measured on the development machine (Intel Xeon, 1 thread; median of 21 calls, milliseconds, GAE only,
-no buffer overhead) before choosing:
+What decided it (one thread, median of 21 calls, milliseconds, GAE only; ``T x N``):
 
-=================  =========  ==================  =====================  ====================
-shape (T, N)       SB3 loop   numba, time outer   numba, env outer       log-depth numpy scan
-=================  =========  ==================  =====================  ====================
-(2048, 1)          6.1        0.007               0.005                  0.055
-(2048, 16)         6.2        0.045               0.075                  0.50
-(128, 256)         0.41       0.045               0.081                  0.57
-(1000, 1024)       5.1        1.56                16                     36
-=================  =========  ==================  =====================  ====================
+==============================  ========  ========  =========  ===========
+method                          2048x1    2048x16   128x256    1000x1024
+==============================  ========  ========  =========  ===========
+SB3's loop (float32)            6.1       6.2       0.41       5.1
+numba, env outer (column walk)  0.005     0.075     0.081      16
+numba, time outer, nested       0.007     0.045     0.045      1.56
+numba, time outer, SIMD step    0.018     0.068     0.014      0.61
+log-depth (Hillis-Steele) scan  0.055     0.50      0.57       36
+scipy lfilter, no boundaries    0.014     0.13      0.19       27
+==============================  ========  ========  =========  ===========
 
-The Hillis-Steele scan needs ``log2(T)`` full passes and ``(T, N)`` temporaries and loses to SB3's own loop at
-large ``N``; ``scipy.signal.lfilter`` only handles a constant coefficient, so episode boundaries need a
-subtract-the-tail correction that cancels catastrophically. The time-outer kernel with the vectorised step
-function brings ``(128, 256)`` to 0.014 ms and ``(1000, 1024)`` to 0.61 ms.
+The scan needs ``log2(T)`` passes over ``(T, N)`` temporaries and reorders the sums; ``lfilter`` only has a
+constant coefficient, so episode boundaries would need a subtract-the-tail correction that cancels
+catastrophically, and it is slower than SB3 at large ``N`` even without one. Hence the time-outer numba kernel,
+nested below 32 envs and SIMD from 32 on. With input checks, ``compute_gae`` takes 0.010 / 0.059 / 0.019 /
+0.67 ms on these shapes; :func:`compute_gae_and_returns` also writes SB3's ``returns`` in the same pass.
 
 Compilation
 -----------
-Kernels compile lazily on first use and are cached on disk (``cache=True``), so a new process pays a cache load
-(tens of ms) instead of a compile (a fraction of a second). If neither ``__pycache__`` next to this file nor
-numba's user cache directory is writable, numba refuses ``cache=True`` outright; we then compile without a cache
-and emit one :class:`RuntimeWarning`. The public functions normalise their inputs (C-contiguous float32 data,
-float64 per-env vectors, Python-float scalars, masks as bool or float32), so each kernel is compiled for at most
-two signatures, whatever dtypes and memory layouts callers pass.
+Kernels compile lazily on first use (about 0.6 s for GAE) and are cached on disk (``cache=True``); a later
+process loads them in a few ms, plus numba's one-off runtime start-up (~0.3 s, paid by the first numba call of
+any kind). If neither ``__pycache__`` next to this file nor numba's user cache directory is writable, numba
+refuses ``cache=True`` outright; we then compile without a cache and emit one :class:`RuntimeWarning`. The public
+functions normalise their inputs (C-contiguous float32 data, float64 per-env vectors, Python-float scalars,
+masks as bool or float32), so each kernel compiles for at most two signatures whatever dtypes and memory layouts
+callers pass.
 """
 
 from __future__ import annotations
@@ -56,11 +59,12 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["compute_gae", "discounted_cumsum"]
+__all__ = ["compute_gae", "compute_gae_and_returns", "discounted_cumsum"]
 
 _Func = TypeVar("_Func", bound=Callable[..., Any])
 
-# Below this many environments a non-inlined per-step call costs more than SIMD saves (measured crossover ~32).
+# Below this many environments a non-inlined per-step call costs more than SIMD saves (measured: the SIMD step
+# loses at N = 24, 0.117 vs 0.104 ms for T = 2048, and wins at N = 32, 0.075 vs 0.130 ms).
 _VECTORISE_MIN_ENVS = 32
 
 _cache_warning_emitted = False
