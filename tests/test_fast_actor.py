@@ -147,8 +147,9 @@ def test_gaussian_sampling_matches_mean_and_std() -> None:
 def test_unsupported_policies_fall_back_with_a_reason() -> None:
     image = spaces.Box(0, 255, shape=(36, 36, 1), dtype=np.uint8)
     env = DummyVecEnv([lambda: SpaceEnv(image, spaces.Discrete(2))])
-    model = Reinforce("CnnPolicy", env, n_episodes=2, device="cpu", policy_kwargs={"features_extractor_kwargs":
-                                                                                    {"features_dim": 8}})
+    model = Reinforce(
+        "CnnPolicy", env, n_episodes=2, device="cpu", policy_kwargs={"features_extractor_kwargs": {"features_dim": 8}}
+    )
     assert model.fast_actor is None
     assert model.fast_actor_reason == "features extractor NatureCNN"
     model = make_model(BOX, spaces.Discrete(2), activation_fn=th.nn.ELU)

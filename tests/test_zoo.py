@@ -1,0 +1,252 @@
+"""The zoo's hyperparameter files and commands, run in-process with tiny budgets."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from sb3_reinforce import VARIANTS
+from zoo import config as zoo_config
+from zoo.cli import COMMANDS
+from zoo.cli import main as cli
+from zoo.config import RunConfig, ZooError, get_config, known_env_ids, load_file, resolve
+from zoo.train import parse_overrides
+
+ZOO_ENVS = ["CartPole-v1", "Acrobot-v1", "LunarLander-v3", "Pendulum-v1", "MountainCarContinuous-v0"]
+
+
+def test_every_zoo_env_has_a_valid_entry_for_every_algorithm() -> None:
+    assert known_env_ids() == ZOO_ENVS
+    for algo in ("reinforce", "a2c", "ppo"):
+        for env_id in load_file(algo):
+            if env_id == "default":
+                continue
+            name, _, variant = env_id.partition("/")
+            config = get_config(algo, name, variant=variant or None)
+            assert config.n_timesteps > 0
+            assert isinstance(config.algorithm_kwargs(), dict)
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_variant_entries_equal_the_library_variants(variant: str) -> None:
+    config = get_config("reinforce", "CartPole-v1", variant=variant)
+    assert config.algorithm_kwargs() == VARIANTS[variant]
+
+
+def test_config_round_trips_through_data() -> None:
+    config = get_config("reinforce", "CartPole-v1", variant="reference")
+    data = yaml.safe_load(yaml.safe_dump(config.to_data(seed=3)))
+    assert data["seed"] == 3
+    assert RunConfig.from_data(data) == config
+    assert zoo_config.to_data(resolve(config.hyperparams)) == config.hyperparams
+
+
+def test_default_entry_serves_unknown_envs() -> None:
+    assert get_config("reinforce", "MountainCar-v0").n_timesteps == load_file("reinforce")["default"]["n_timesteps"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"bogus": 1}, "unknown key 'bogus' for reinforce"),
+        ({"n_envs": "eight"}, "n_envs must be int"),
+        ({"normalize": "yes"}, "normalize must be bool or dict"),
+        ({"learning_rate": "fast"}, "learning_rate must be a number or 'lin_<initial value>'"),
+        ({"policy_kwargs": {"activation_fn": "swish"}}, "policy_kwargs.activation_fn must be one of tanh"),
+        ({"gamma": [0.9]}, "gamma must be a scalar"),
+        ({"n_timesteps": 0}, "n_timesteps and n_envs must be >= 1"),
+    ],
+)
+def test_bad_entries_name_the_key(overrides: dict[str, Any], message: str) -> None:
+    with pytest.raises(ZooError, match=message):
+        get_config("reinforce", "CartPole-v1", overrides)
+
+
+def test_no_entry_and_no_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(zoo_config, "load_file", lambda algo: {"CartPole-v1": {"n_timesteps": 10}})
+    with pytest.raises(ZooError, match=r"Acrobot-v1 has no entry in reinforce\.yml and there is no default"):
+        get_config("reinforce", "Acrobot-v1")
+
+
+def test_schedules_are_linear() -> None:
+    kwargs = resolve({"learning_rate": "lin_1e-3"})
+    assert kwargs["learning_rate"](1.0) == pytest.approx(1e-3)
+    assert kwargs["learning_rate"](0.5) == pytest.approx(5e-4)
+
+
+def test_overrides_are_yaml_values() -> None:
+    assert parse_overrides(
+        ["learning_rate=1e-3", "n_envs=4", "baseline=mean", "max_grad_norm=null", "policy_kwargs={net_arch: [8]}"]
+    ) == {
+        "learning_rate": 1e-3,
+        "n_envs": 4,
+        "baseline": "mean",
+        "max_grad_norm": None,
+        "policy_kwargs": {"net_arch": [8]},
+    }
+    with pytest.raises(ZooError, match="key=value"):
+        parse_overrides(["oops"])
+
+
+def test_train_then_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli(
+        [
+            "train",
+            "--env",
+            "CartPole-v1",
+            "--n-timesteps",
+            "3000",
+            "--log-folder",
+            str(tmp_path),
+            "--no-progress-bar",
+            "--verbose",
+            "0",
+            "--hyperparams",
+            "policy_kwargs={net_arch: [16]}",
+        ]
+    )
+    assert code == 0
+    run = tmp_path / "reinforce" / "CartPole-v1_1"
+    for name in ("CartPole-v1.zip", "best_model.zip", "config.yml", "command.txt", "evaluations.npz", "progress.csv"):
+        assert (run / name).is_file(), name
+    assert list(run.glob("events.out.tfevents.*"))
+    assert "python -m zoo train --env CartPole-v1 --n-timesteps 3000" in (run / "command.txt").read_text()
+    saved = yaml.safe_load((run / "config.yml").read_text())
+    assert saved["hyperparams"]["policy_kwargs"] == {"net_arch": [16]}
+    assert saved["n_timesteps"] == 3000
+    capsys.readouterr()
+
+    assert cli(["evaluate", "--env", "CartPole-v1", "--model", str(run / "CartPole-v1.zip"), "--episodes", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "CartPole-v1: mean_reward = " in out
+    assert "over 3 deterministic episodes" in out
+    assert "episode lengths: [" in out
+
+
+def test_normalized_continuous_run_saves_statistics(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        cli(
+            [
+                "train",
+                "--env",
+                "Pendulum-v1",
+                "--n-timesteps",
+                "1600",
+                "--log-folder",
+                str(tmp_path),
+                "--no-progress-bar",
+                "--verbose",
+                "0",
+                "--eval-freq",
+                "800",
+                "--hyperparams",
+                "n_envs=2",
+                "n_episodes=2",
+                "policy_kwargs={net_arch: [8], log_std_init: -1.0}",
+            ]
+        )
+        == 0
+    )
+    run = tmp_path / "reinforce" / "Pendulum-v1_1"
+    assert (run / "vecnormalize.pkl").is_file()
+    assert (
+        cli(
+            [
+                "evaluate",
+                "--env",
+                "Pendulum-v1",
+                "--model",
+                str(run / "Pendulum-v1.zip"),
+                "--episodes",
+                "1",
+                "--stochastic",
+            ]
+        )
+        == 0
+    )
+    assert "1 stochastic episodes" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["fly"], "error: unknown command 'fly'"),
+        (["train", "--env", "NoSuchEnv-v0"], "error: unknown env id 'NoSuchEnv-v0'"),
+        (
+            ["train", "--env", "CartPole-v1", "--hyperparams", "gamma=2", "--n-timesteps", "10", "--verbose", "0"],
+            "error: bad hyperparameters for reinforce on CartPole-v1: gamma must be in [0, 1], got 2",
+        ),
+        (["train", "--env", "CartPole-v1", "--variant", "nope"], "error: no variant 'nope' for CartPole-v1"),
+        (["evaluate", "--env", "CartPole-v1", "--model", "missing.zip"], "error: model file not found: missing.zip"),
+        (["benchmark", "--baselines", "dqn"], "error: unknown baseline 'dqn'"),
+        (["train", "--bogus"], "error: the following arguments are required: --env"),
+    ],
+)
+def test_user_errors_are_one_line_and_exit_2(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli([*argv, *(["--log-folder", str(tmp_path)] if argv[0] == "train" and len(argv) > 4 else [])]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_evaluate_rejects_a_file_that_is_not_a_model_and_a_model_of_another_env(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    junk = tmp_path / "junk.zip"
+    junk.write_text("not a zip")
+    assert cli(["evaluate", "--env", "CartPole-v1", "--model", str(junk)]) == 2
+    assert "is not a model this zoo can load" in capsys.readouterr().err
+    assert (
+        cli(
+            [
+                "train",
+                "--env",
+                "CartPole-v1",
+                "--n-timesteps",
+                "500",
+                "--log-folder",
+                str(tmp_path),
+                "--no-progress-bar",
+                "--verbose",
+                "0",
+                "--eval-freq",
+                "500",
+                "--eval-episodes",
+                "2",
+            ]
+        )
+        == 0
+    )
+    model = tmp_path / "reinforce" / "CartPole-v1_1" / "CartPole-v1.zip"
+    assert cli(["evaluate", "--env", "Acrobot-v1", "--model", str(model)]) == 2
+    assert "the model does not fit Acrobot-v1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_help_states_defaults(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "usage: python -m zoo " + command in out
+    assert "default" in out
+
+
+def test_benchmark_quick_writes_the_table_and_resumes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["benchmark", "--quick", "--seeds", "2", "--jobs", "2", "--out", str(tmp_path), "--n-timesteps", "4000"]
+    assert cli(argv) == 0
+    assert "2 runs, 0 already done, 2 to do" in capsys.readouterr().out
+    rows = list(csv.DictReader((tmp_path / "benchmark.csv").open()))
+    assert [(row["env"], row["algorithm"], row["seeds"]) for row in rows] == [("CartPole-v1", "reinforce", "2")]
+    assert float(rows[0]["mean"]) > 9  # an episode of CartPole lasts at least ~9 steps
+    table = (tmp_path / "benchmark.md").read_text()
+    assert "| CartPole-v1 | reinforce |" in table
+    assert "python -m zoo benchmark --quick" in table
+    assert (tmp_path / "plots" / "CartPole-v1.png").stat().st_size > 1000
+    assert len(list((tmp_path / "runs" / "reinforce" / "CartPole-v1").glob("seed*/CartPole-v1.zip"))) == 2
+    assert cli(argv) == 0
+    assert "2 runs, 2 already done, 0 to do" in capsys.readouterr().out

@@ -1,0 +1,1 @@
+"""The zoo: tuned hyperparameters and the commands around them (train, evaluate, benchmark, Hub)."""

@@ -1,0 +1,264 @@
+"""``python -m zoo benchmark``: train every env over several seeds and write the results table.
+
+Each finished (algorithm, env, seed) run is saved under ``OUT/runs/<algo>/<env>/seed<k>/`` (result.json, the
+final model with its config.yml and VecNormalize statistics) and skipped on the next invocation, so a long table
+is completed across sessions. The table is rebuilt from whatever results exist: ``OUT/benchmark.md``,
+``OUT/benchmark.csv`` and one learning-curve plot per env in ``OUT/plots/``.
+
+What is measured: each run trains with the zoo's hyperparameters, evaluates every ``n_timesteps / 20`` steps on
+5 deterministic episodes (the learning curve), and at the end on 20 deterministic episodes (the final score).
+The table reports, across seeds, the mean +/- std and the interquartile mean of the per-seed final scores, and
+the mean training wall-clock per seed (evaluations excluded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import multiprocessing
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from zoo.config import ALGOS, ZooError, get_config, known_env_ids, load_file
+
+QUICK_ENVS = ["CartPole-v1"]
+QUICK_TIMESTEPS = 20_000
+FINAL_EVAL_EPISODES = 20
+CURVE_EVAL_EPISODES = 5
+CURVE_POINTS = 20
+
+
+@dataclass(frozen=True)
+class Task:
+    algo: str
+    env_id: str
+    seed: int
+    n_timesteps: int | None
+    out: str
+
+    @property
+    def folder(self) -> Path:
+        return Path(self.out) / "runs" / self.algo / self.env_id / f"seed{self.seed}"
+
+
+def run_task(task: Task) -> dict[str, Any]:
+    """Train and evaluate one (algo, env, seed); write its folder atomically. Runs in a worker process."""
+    import torch as th
+
+    from zoo.train import CONFIG_FILE, VEC_NORMALIZE_FILE, train
+
+    th.set_num_threads(1)
+    overrides = {} if task.n_timesteps is None else {"n_timesteps": task.n_timesteps}
+    config = get_config(task.algo, task.env_id, overrides)
+    with tempfile.TemporaryDirectory() as scratch:
+        result = train(
+            config,
+            seed=task.seed,
+            log_folder=scratch,
+            eval_freq=max(config.n_timesteps // CURVE_POINTS, 1),
+            eval_episodes=CURVE_EVAL_EPISODES,
+            final_eval_episodes=FINAL_EVAL_EPISODES,
+            progress_bar=False,
+            verbose=0,
+            command=f"python -m zoo benchmark --envs {task.env_id}",
+        )
+        curve = np.load(result.run_dir / "evaluations.npz")
+        record = {
+            "algo": task.algo,
+            "env_id": task.env_id,
+            "seed": task.seed,
+            "n_timesteps": result.n_timesteps,
+            "mean_reward": result.mean_reward,
+            "std_reward": result.std_reward,
+            "eval_episodes": FINAL_EVAL_EPISODES,
+            "train_seconds": result.train_seconds,
+            "curve_timesteps": curve["timesteps"].tolist(),
+            "curve_mean_reward": curve["results"].mean(axis=1).tolist(),
+        }
+        staging = Path(scratch) / "staging"
+        staging.mkdir()
+        for name in (result.model_path.name, CONFIG_FILE, VEC_NORMALIZE_FILE):
+            if (result.run_dir / name).exists():
+                shutil.copy2(result.run_dir / name, staging / name)
+        (staging / "result.json").write_text(json.dumps(record, indent=1))
+        # Move into place only when complete, so an interrupted run is redone rather than half-counted.
+        task.folder.parent.mkdir(parents=True, exist_ok=True)
+        if task.folder.exists():
+            shutil.rmtree(task.folder)
+        shutil.move(str(staging), str(task.folder))
+    return record
+
+
+def interquartile_mean(values: list[float]) -> float:
+    ordered = np.sort(np.asarray(values, dtype=np.float64))
+    n = len(ordered)
+    cut = n // 4
+    return float(ordered[cut : n - cut].mean())
+
+
+def load_results(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(path.read_text()) for path in sorted((out / "runs").glob("*/*/seed*/result.json"))]
+
+
+def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for record in records:
+        groups.setdefault((record["env_id"], record["algo"]), []).append(record)
+    rows = []
+    for (env_id, algo), runs in sorted(groups.items()):
+        scores = [run["mean_reward"] for run in runs]
+        rows.append(
+            {
+                "env": env_id,
+                "algorithm": algo,
+                "n_timesteps": int(np.median([run["n_timesteps"] for run in runs])),
+                "seeds": len(runs),
+                "mean": float(np.mean(scores)),
+                "std": float(np.std(scores)),
+                "iqm": interquartile_mean(scores),
+                "train_seconds": float(np.mean([run["train_seconds"] for run in runs])),
+            }
+        )
+    return rows
+
+
+def write_table(rows: list[dict[str, Any]], out: Path, command: str) -> None:
+    with (out / "benchmark.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["env"])
+        writer.writeheader()
+        writer.writerows(rows)
+    lines = [
+        "# Benchmark",
+        "",
+        f"Reproduce: `{command}` (resumable: finished runs are kept in `runs/`).",
+        "",
+        f"Final score per seed: mean return over {FINAL_EVAL_EPISODES} deterministic episodes after training. "
+        "Columns: mean +/- std and interquartile mean (IQM) of those per-seed scores; wall-clock is the mean "
+        "training time per seed (evaluations excluded), one process per run, 1 torch thread.",
+        "",
+        "| env | algorithm | n_timesteps | seeds | mean +/- std | IQM | wall-clock (s) |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {r['env']} | {r['algorithm']} | {r['n_timesteps']:,} | {r['seeds']} | {r['mean']:.1f} +/- {r['std']:.1f} "
+        f"| {r['iqm']:.1f} | {r['train_seconds']:.0f} |"
+        for r in rows
+    ]
+    (out / "benchmark.md").write_text("\n".join(lines) + "\n")
+
+
+def plot_curves(records: list[dict[str, Any]], out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    (out / "plots").mkdir(parents=True, exist_ok=True)
+    for env_id in sorted({r["env_id"] for r in records}):
+        figure, axis = plt.subplots(figsize=(5, 3.2), dpi=80)
+        for algo in sorted({r["algo"] for r in records if r["env_id"] == env_id}):
+            runs = [r for r in records if r["env_id"] == env_id and r["algo"] == algo and r["curve_timesteps"]]
+            if not runs:
+                continue
+            length = min(len(r["curve_timesteps"]) for r in runs)
+            steps = np.asarray(runs[0]["curve_timesteps"][:length])
+            values = np.asarray([r["curve_mean_reward"][:length] for r in runs])
+            mean, low, high = values.mean(axis=0), values.min(axis=0), values.max(axis=0)
+            axis.plot(steps, mean, label=f"{algo} ({len(runs)} seeds)")
+            axis.fill_between(steps, low, high, alpha=0.2)
+        axis.set_title(env_id)
+        axis.set_xlabel("env steps")
+        axis.set_ylabel("eval return (mean, min-max over seeds)")
+        axis.legend(fontsize=7)
+        figure.tight_layout()
+        path = out / "plots" / f"{env_id}.png"
+        figure.savefig(path)
+        plt.close(figure)
+        written.append(path)
+    return written
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m zoo benchmark", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--envs", nargs="*", default=None, help="env ids (default: every env of reinforce.yml; --quick: CartPole-v1)"
+    )
+    parser.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (default: 5; --quick: 2)")
+    parser.add_argument(
+        "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: the machine's cores)"
+    )
+    parser.add_argument(
+        "--baselines",
+        default="",
+        help="comma-separated SB3 algorithms to run alongside, e.g. "
+        "a2c,ppo (rl-baselines3-zoo's hyperparameters; default: none)",
+    )
+    parser.add_argument("--n-timesteps", type=int, default=None, help="override every budget (default: tuned)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"CI mode: {QUICK_TIMESTEPS} steps, 2 seeds, CartPole-v1, into a temporary folder",
+    )
+    parser.add_argument("--out", default=None, help="results folder (default: zoo; --quick: a temporary folder)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    algos = ["reinforce", *[name.strip() for name in args.baselines.split(",") if name.strip()]]
+    for algo in algos:
+        if algo not in ALGOS:
+            raise ZooError(f"unknown baseline {algo!r}; known: {', '.join(a for a in ALGOS if a != 'reinforce')}")
+    envs = args.envs or (QUICK_ENVS if args.quick else known_env_ids())
+    seeds = args.seeds if args.seeds is not None else (2 if args.quick else 5)
+    n_timesteps = args.n_timesteps or (QUICK_TIMESTEPS if args.quick else None)
+    if seeds < 1 or args.jobs < 1:
+        raise ZooError("--seeds and --jobs must be >= 1")
+    from zoo.train import check_env_id
+
+    for env_id in envs:
+        check_env_id(env_id)
+    temporary = tempfile.mkdtemp(prefix="zoo-benchmark-") if args.quick and args.out is None else None
+    out = Path(args.out or temporary or "zoo")
+    out.mkdir(parents=True, exist_ok=True)
+
+    tasks = []
+    for env_id in envs:
+        for algo in algos:
+            if algo != "reinforce" and env_id not in load_file(algo):
+                print(f"skip {algo} on {env_id}: no published hyperparameters")
+                continue
+            tasks += [Task(algo, env_id, seed, n_timesteps, str(out)) for seed in range(seeds)]
+    todo = [task for task in tasks if not (task.folder / "result.json").exists()]
+    print(f"{len(tasks)} runs, {len(tasks) - len(todo)} already done, {len(todo)} to do with {args.jobs} workers")
+    if todo:
+        with multiprocessing.get_context("spawn").Pool(min(args.jobs, len(todo))) as pool:
+            for record in pool.imap_unordered(run_task, todo):
+                print(
+                    f"done {record['algo']} {record['env_id']} seed {record['seed']}: "
+                    f"{record['mean_reward']:.1f} +/- {record['std_reward']:.1f} in {record['train_seconds']:.0f} s",
+                    flush=True,
+                )
+
+    records = [r for r in load_results(out) if r["env_id"] in envs and r["algo"] in algos]
+    rows = summarize(records)
+    command = "python -m zoo benchmark" + (" --quick" if args.quick else "")
+    if args.envs:
+        command += " --envs " + " ".join(args.envs)
+    if args.baselines:
+        command += f" --baselines {args.baselines}"
+    write_table(rows, out, command)
+    plot_curves(records, out)
+    print((out / "benchmark.md").read_text())
+    print(f"results in {out}")
+    return 0
