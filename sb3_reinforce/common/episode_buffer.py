@@ -112,7 +112,7 @@ class EpisodeBuffer:
 
     def ensure_row(self, t: int) -> None:
         """Make row ``t`` writable, doubling the capacity if needed (copying what is already stored)."""
-        if t >= self.capacity:
+        while t >= self.capacity:
             self._grow(2 * self.capacity)
 
     def store_observation(self, t: int, observation: NDArray[Any] | dict[str, NDArray[Any]]) -> None:

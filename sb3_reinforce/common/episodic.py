@@ -134,6 +134,8 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         finished = np.zeros(env.num_envs, dtype=np.int64)
         episode_start = np.zeros(env.num_envs, dtype=np.int64)
         box_actions = isinstance(self.action_space, spaces.Box)
+        low = high = np.zeros(0)
+        action_shape: tuple[int, ...] = ()
         actor = self.fast_actor
         if actor is not None:
             actor.sync()
@@ -144,25 +146,29 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
             observations, self._fresh_reset = self._last_obs, False
         else:
             observations = env.reset()
+        num_envs = env.num_envs
+        unmet = int((quotas > 0).sum())
+        dict_obs = isinstance(buffer.observations, dict)
+        if box_actions:
+            assert isinstance(self.action_space, spaces.Box)
+            low, high = self.action_space.low.reshape(-1), self.action_space.high.reshape(-1)
+            action_shape = (num_envs, *self.action_space.shape)
         t = 0
-        while True:
-            buffer.ensure_row(t)
-            buffer.store_observation(t, observations)
-            stored_obs = buffer.observations
+        while unmet:
+            if t == buffer.capacity:
+                buffer.ensure_row(t)
             actions = buffer.actions[t]
-            if actor is not None:
-                assert not isinstance(stored_obs, dict)
-                actor.act(stored_obs[t], actions)
-            else:
+            if dict_obs or actor is None:
+                buffer.store_observation(t, observations)
                 self._sample_torch(observations, actions)
-            env_actions: np.ndarray = actions
-            if box_actions:
-                assert isinstance(self.action_space, spaces.Box)
-                env_actions = np.clip(actions, self.action_space.low.reshape(-1), self.action_space.high.reshape(-1))
-                env_actions = env_actions.reshape((env.num_envs, *self.action_space.shape))
+            else:
+                stored = buffer.observations[t]  # type: ignore[index]
+                stored[...] = observations
+                actor.act(stored, actions)
+            env_actions = np.clip(actions, low, high).reshape(action_shape) if box_actions else actions
 
             new_obs, rewards, dones, infos = env.step(env_actions)
-            self.num_timesteps += env.num_envs
+            self.num_timesteps += num_envs
             callback.update_locals(locals())
             if not callback.on_step():
                 return False
@@ -181,11 +187,10 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
                     episode_start[index] = t + 1
                     if finished[index] == quotas[index]:
                         buffer.valid_len[index] = t + 1
+                        unmet -= 1
             observations = new_obs
             t += 1
             buffer.n_steps = t
-            if (finished >= quotas).all():
-                break
             # Checked every 1024 steps: a bound, not a per-step cost.
             if t % 1024 == 0:
                 running = np.where(finished < quotas, t - episode_start, 0)

@@ -50,6 +50,8 @@ def _relu(h: NDArray[np.float32]) -> None:
     np.maximum(h, 0.0, out=h)
 
 
+NOISE_BLOCK = 128
+
 _ACTIVATIONS: dict[type[nn.Module], Callable[[NDArray[np.float32]], None]] = {nn.Tanh: _tanh, nn.ReLU: _relu}
 
 
@@ -125,11 +127,16 @@ class NumpyActor:
         self._input = np.zeros((n_envs, self._layers[0][0].in_features), dtype=np.float32)
         head = self._hidden[-1]
         self._noise = np.empty_like(head)
+        # The noise does not depend on the parameters, so it is drawn for NOISE_BLOCK steps at a time: one
+        # generator call (and, for Gumbel noise, one log) per block instead of per step. Still i.i.d. draws.
+        self._noise_block = np.empty((NOISE_BLOCK, *head.shape), dtype=np.float32)
+        self._noise_next = NOISE_BLOCK
         self._log_std: NDArray[np.float32] | None = None
         if isinstance(action_space, spaces.MultiDiscrete):
             self._splits = np.cumsum(np.asarray(action_space.nvec, dtype=np.int64).reshape(-1))[:-1]
         if isinstance(action_space, spaces.Box):
             self._log_std = np.zeros(head.shape[1], dtype=np.float32)
+            self._std = np.ones_like(self._log_std)
         self.sync()
 
     @classmethod
@@ -158,6 +165,7 @@ class NumpyActor:
                     np.copyto(bias, linear.bias.detach().numpy())
             if self._log_std is not None:
                 np.copyto(self._log_std, self.policy.log_std.detach().numpy())
+                np.exp(self._log_std, out=self._std)
 
     def logits(self, observations: NDArray[np.generic]) -> NDArray[np.float32]:
         """The action head's output (logits, or the Gaussian mean) for a ``(n_envs, ...)`` batch."""
@@ -177,32 +185,45 @@ class NumpyActor:
             x = out
         return x
 
+    def _draw_noise(self) -> NDArray[np.float32]:
+        """The next step's noise: ``log E`` (E ~ Exp(1)) for categorical heads, U[0, 1) for Bernoulli, N(0, 1)
+        for Gaussian ones."""
+        if self._noise_next == NOISE_BLOCK:
+            block = self._noise_block
+            dist = self.policy.action_dist
+            if isinstance(dist, (CategoricalDistribution, MultiCategoricalDistribution)):
+                self.rng.standard_exponential(dtype=np.float32, out=block)
+                np.log(block, out=block)
+            elif isinstance(dist, BernoulliDistribution):
+                self.rng.random(dtype=np.float32, out=block)
+            else:
+                self.rng.standard_normal(dtype=np.float32, out=block)
+            self._noise_next = 0
+        noise = self._noise_block[self._noise_next]
+        self._noise_next += 1
+        return noise
+
     def act(self, observations: NDArray[np.generic], actions: NDArray[np.generic]) -> None:
         """Sample one action per env for ``observations`` into ``actions`` (a buffer row, written in place)."""
         logits = self.logits(observations)
-        noise = self._noise
+        noise = self._draw_noise()
+        scratch = self._noise
         dist = self.policy.action_dist
         if isinstance(dist, CategoricalDistribution):
-            self.rng.standard_exponential(dtype=np.float32, out=noise)
-            np.log(noise, out=noise)
-            np.subtract(logits, noise, out=noise)
-            np.argmax(noise, axis=1, out=actions)  # type: ignore[type-var]
+            np.subtract(logits, noise, out=scratch)
+            np.argmax(scratch, axis=1, out=actions)  # type: ignore[type-var]
         elif isinstance(dist, MultiCategoricalDistribution):
-            self.rng.standard_exponential(dtype=np.float32, out=noise)
-            np.log(noise, out=noise)
-            np.subtract(logits, noise, out=noise)
-            for index, part in enumerate(np.split(noise, self._splits, axis=1)):
+            np.subtract(logits, noise, out=scratch)
+            for index, part in enumerate(np.split(scratch, self._splits, axis=1)):
                 actions[:, index] = part.argmax(axis=1)
         elif isinstance(dist, BernoulliDistribution):
             # U < sigmoid(l)  <=>  U * (1 + exp(-l)) < 1, which needs no division
-            self.rng.random(dtype=np.float32, out=noise)
             np.negative(logits, out=logits)
             np.exp(logits, out=logits)
             logits += 1.0
-            np.multiply(noise, logits, out=noise)
-            np.less(noise, 1.0, out=actions, casting="unsafe")
+            np.multiply(noise, logits, out=scratch)
+            np.less(scratch, 1.0, out=actions, casting="unsafe")
         else:
             assert self._log_std is not None
-            self.rng.standard_normal(dtype=np.float32, out=noise)
-            noise *= np.exp(self._log_std)
-            np.add(logits, noise, out=actions)
+            np.multiply(noise, self._std, out=scratch)
+            np.add(logits, scratch, out=actions)
