@@ -1,0 +1,158 @@
+"""Time to solve CartPole-v1: Reinforce against SB3's PPO and A2C with rl-baselines3-zoo's tuned hyperparameters.
+
+Every 10,000 env steps training pauses for a 100-episode deterministic evaluation; the run stops when its mean
+reaches 475. Reported per algorithm: the median over seeds of the training wall-clock until then (evaluation
+time excluded) and of the env steps, and the ratio of medians against PPO. Settings: the zoo's CartPole-v1
+entries (``zoo/hyperparams/{reinforce,ppo,a2c}.yml``; ``--algos reference entropy vectorized`` times the
+design documents' variants from their ``CartPole-v1/<variant>`` entries), 1 torch thread, one run at a time.
+
+Resumable: each finished (algorithm, seed) is saved to ``benchmarks/results/time_to_solve/<algo>_seed<k>.json``
+and skipped next time. Usage: ``python benchmarks/time_to_solve.py [--seeds 5] [--algos reinforce ppo a2c]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch as th
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.evaluation import evaluate_policy
+
+from zoo.config import ALGOS, get_config
+
+ENV_ID = "CartPole-v1"
+THRESHOLD = 475.0
+EVAL_EVERY = 10_000
+EVAL_EPISODES = 100
+# name -> (algorithm, zoo variant or None, env-step budget)
+CONTENDERS: dict[str, tuple[str, str | None, int]] = {
+    "reinforce": ("reinforce", None, 1_000_000),
+    "ppo": ("ppo", None, 1_000_000),
+    "a2c": ("a2c", None, 2_000_000),
+    "reference": ("reinforce", "reference", 2_000_000),
+    "entropy": ("reinforce", "entropy", 2_000_000),
+    "vectorized": ("reinforce", "vectorized", 2_000_000),
+}
+RESULTS = Path(__file__).parent / "results"
+
+
+class SolveClock(BaseCallback):
+    """Stops training once a 100-episode deterministic evaluation reaches the threshold; times training only."""
+
+    def __init__(self, eval_env: Any) -> None:
+        super().__init__()
+        self.eval_env = eval_env
+        self.next_eval = EVAL_EVERY
+        self.eval_seconds = 0.0
+        self.solved_at: int | None = None
+        self.history: list[tuple[int, float]] = []
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps < self.next_eval:
+            return True
+        self.next_eval += EVAL_EVERY
+        start = time.perf_counter()
+        mean, _ = evaluate_policy(self.model, self.eval_env, n_eval_episodes=EVAL_EPISODES, deterministic=True)
+        self.eval_seconds += time.perf_counter() - start
+        self.history.append((self.num_timesteps, float(mean)))
+        if mean >= THRESHOLD:
+            self.solved_at = self.num_timesteps
+            return False
+        return True
+
+
+def run(name: str, seed: int) -> dict[str, Any]:
+    algo, variant, budget = CONTENDERS[name]
+    config = get_config(algo, ENV_ID, variant=variant)
+    env = make_vec_env(ENV_ID, n_envs=config.n_envs, seed=seed)
+    eval_env = make_vec_env(ENV_ID, n_envs=10, seed=10_000 + seed)
+    model = ALGOS[algo](config.policy, env, seed=seed, device="cpu", **config.algorithm_kwargs())
+    clock = SolveClock(eval_env)
+    start = time.perf_counter()
+    model.learn(budget, callback=clock)
+    seconds = time.perf_counter() - start - clock.eval_seconds
+    return {
+        "name": name,
+        "seed": seed,
+        "solved": clock.solved_at is not None,
+        "steps": clock.solved_at if clock.solved_at is not None else model.num_timesteps,
+        "train_seconds": seconds,
+        "history": clock.history,
+        "hyperparams": config.to_data(seed),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument(
+        "--algos",
+        nargs="*",
+        default=["reinforce", "ppo", "a2c"],
+        choices=list(CONTENDERS),
+        help="contenders: tuned Reinforce, SB3 PPO/A2C, or a design-document variant by name",
+    )
+    parser.add_argument("--out", default=str(RESULTS))
+    args = parser.parse_args(argv)
+    th.set_num_threads(1)
+    folder = Path(args.out) / "time_to_solve"
+    folder.mkdir(parents=True, exist_ok=True)
+    for seed in range(args.seeds):
+        for algo in args.algos:
+            path = folder / f"{algo}_seed{seed}.json"
+            if path.exists():
+                continue
+            record = run(algo, seed)
+            path.with_suffix(".tmp").write_text(json.dumps(record, indent=1))
+            path.with_suffix(".tmp").rename(path)
+            print(
+                f"{algo} seed {seed}: solved={record['solved']} at {record['steps']} steps, "
+                f"{record['train_seconds']:.1f} s",
+                flush=True,
+            )
+
+    medians = {}
+    lines = [
+        "| contender | seeds solved | median env steps | median training seconds | time / PPO's |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for algo in args.algos:
+        records = [json.loads(p.read_text()) for p in sorted(folder.glob(f"{algo}_seed*.json"))]
+        if not records:
+            continue
+        # An unsolved run counts with its whole budget: the median is then a lower bound for that algorithm.
+        medians[algo] = (
+            statistics.median(r["train_seconds"] for r in records),
+            statistics.median(r["steps"] for r in records),
+            sum(r["solved"] for r in records),
+            len(records),
+        )
+    for algo, (seconds, steps, solved, total) in medians.items():
+        ratio = seconds / medians["ppo"][0] if "ppo" in medians else float("nan")
+        lines.append(f"| {algo} | {solved}/{total} | {steps:,.0f} | {seconds:.1f} | {ratio:.2f} |")
+    text = "\n".join(
+        [
+            f"Time to solve {ENV_ID} (100-episode deterministic evaluation >= {THRESHOLD:.0f}, checked every "
+            f"{EVAL_EVERY:,} steps; training wall-clock, evaluations excluded; medians over seeds).",
+            "",
+            *lines,
+            "",
+            "Reproduce: `python benchmarks/time_to_solve.py` (resumable; per-seed results in "
+            "`benchmarks/results/time_to_solve/`).",
+        ]
+    )
+    (Path(args.out) / "time_to_solve.md").write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    np.set_printoptions(precision=3)
+    raise SystemExit(main())
