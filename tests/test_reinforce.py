@@ -154,11 +154,13 @@ def test_same_seed_same_parameters_and_save_load_round_trip(tmp_path: Path) -> N
     assert loaded.baseline == "value"
     assert loaded.fast_actor is not None
 
-    # Continue training the loaded model on a new env without resetting the step counter.
-    loaded.set_env(make_vec_env("CartPole-v1", n_envs=2, seed=6))
-    steps = loaded.num_timesteps
-    loaded.learn(300, reset_num_timesteps=False)
-    assert loaded.num_timesteps > steps
+    # Continue training, loaded with an env, without resetting the step counter.
+    resumed = Reinforce.load(tmp_path / "model", env=make_vec_env("CartPole-v1", n_envs=3, seed=6), device="cpu")
+    steps = resumed.num_timesteps
+    assert steps == first.num_timesteps
+    resumed.learn(300, reset_num_timesteps=False)
+    assert resumed.num_timesteps > steps
+    assert resumed.rollout_buffer.n_envs == 3
 
 
 BOX = spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32)
