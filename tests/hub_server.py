@@ -26,8 +26,10 @@ Test hooks: ``requests`` (every request as ``(method, path)``), ``commits(repo_i
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
+import socket
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -85,6 +87,7 @@ class HubServer:
         self._repos: dict[str, Repo] = {}
         self._lock = threading.RLock()
         self._failures: list[int] = []
+        self._connections: set[socket.socket] = set()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -110,9 +113,15 @@ class HubServer:
         return self
 
     def stop(self) -> None:
+        """Stop listening and drop the kept-alive connections too (their threads would serve on otherwise)."""
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
+        with self._lock:
+            connections, self._connections = list(self._connections), set()
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
         if self._thread is not None:
             self._thread.join(timeout=5)
 
@@ -429,6 +438,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # tests read hub.requests instead
         pass
+
+    def setup(self) -> None:
+        super().setup()
+        with self.hub._lock:
+            self.hub._connections.add(self.connection)
+
+    def finish(self) -> None:
+        with self.hub._lock:
+            self.hub._connections.discard(self.connection)
+        super().finish()
 
     def _body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":

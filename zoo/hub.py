@@ -48,7 +48,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-import httpx2
 import numpy as np
 import torch as th
 import yaml
@@ -132,6 +131,24 @@ DOWNLOAD_PATTERNS = [CONFIG_FILE, WEIGHTS_FILE, VEC_NORMALIZE_FILE, RESULTS_FILE
 RETRY_ATTEMPTS = 4
 RETRY_BACKOFF_S = 1.0
 TRANSIENT_STATUS = {408, 429, 500, 502, 503, 504}
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """Connection, timeout and protocol errors of the HTTP client huggingface_hub uses (httpx2 in 2.x, httpx in
+    1.x, requests before): already imported by huggingface_hub, so looked up rather than imported."""
+    names = {
+        "httpx2": ("TimeoutException", "NetworkError", "RemoteProtocolError"),
+        "httpx": ("TimeoutException", "NetworkError", "RemoteProtocolError"),
+        "requests": ("ConnectionError", "Timeout"),
+    }
+    errors: list[type[BaseException]] = [ConnectionError, TimeoutError]
+    for module_name, classes in names.items():
+        module = sys.modules.get(module_name)
+        errors += [getattr(module, name) for name in classes if module is not None and hasattr(module, name)]
+    return tuple(errors)
+
+
+TRANSPORT_ERRORS = _transport_errors()
 REPO_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 
 
@@ -165,12 +182,10 @@ def _is_transient(error: BaseException) -> bool:
     if isinstance(error, HfHubHTTPError):
         response = getattr(error, "response", None)
         return response is not None and response.status_code in TRANSIENT_STATUS
-    if isinstance(error, (httpx2.TimeoutException, httpx2.NetworkError, httpx2.RemoteProtocolError)):
-        return True
     if isinstance(error, LocalEntryNotFoundError):
         # snapshot_download reports "Hub unreachable and nothing cached" this way, the network error as cause.
         return error.__cause__ is not None and _is_transient(error.__cause__)
-    return isinstance(error, (ConnectionError, TimeoutError))
+    return isinstance(error, TRANSPORT_ERRORS)
 
 
 def _first_line(error: BaseException) -> str:
@@ -249,18 +264,12 @@ def _hub_errors(
                 "try again later"
             ) from None
         raise ZooError(f"{what}: the Hub answered HTTP {status}: {_first_line(error)}") from None
-    except (
-        httpx2.TimeoutException,
-        httpx2.NetworkError,
-        httpx2.RemoteProtocolError,
-        ConnectionError,
-        TimeoutError,
-    ) as error:
+    except ValueError as error:  # huggingface_hub's checks: repo id syntax, README metadata the Hub refused...
+        raise ZooError(f"{what}: {_first_line(error)}") from None
+    except TRANSPORT_ERRORS as error:
         raise ZooError(
             f"{what}: could not reach the Hub at {endpoint} after {RETRY_ATTEMPTS} attempts ({_first_line(error)})"
         ) from None
-    except httpx2.HTTPError as error:
-        raise ZooError(f"{what}: network error talking to {endpoint}: {_first_line(error)}") from None
 
 
 # ----------------------------------------------------------------------------------------------- local folders
@@ -1042,21 +1051,22 @@ def load_from_hub(
     for name in (CONFIG_FILE, WEIGHTS_FILE):
         if not (folder / name).is_file():
             raise ZooError(f"{label} has no {name}: it is not an agent pushed by `python -m zoo push`")
-    config = read_config(folder)
-    if allow_pickle:
-        model, _, stats = _load_pickled(folder, config, device, label)
-    else:
-        try:
+    try:
+        config = read_config(folder)
+        if allow_pickle:
+            model, _, stats = _load_pickled(folder, config, device)
+        else:
             model, config, stats = load_agent(folder, device=device, config=config)
-        except ZooError as error:
-            raise ZooError(f"{label}: {error}") from None
-    results = _read_json(folder / RESULTS_FILE) if (folder / RESULTS_FILE).is_file() else None
-    run_config = None
-    if (folder / RUN_CONFIG_FILE).is_file():
-        try:
-            run_config = yaml.safe_load((folder / RUN_CONFIG_FILE).read_text(encoding="utf-8"))
-        except yaml.YAMLError as error:
-            raise ZooError(f"{label}: {RUN_CONFIG_FILE} is not valid YAML: {error}") from None
+        results = _read_json(folder / RESULTS_FILE) if (folder / RESULTS_FILE).is_file() else None
+        run_config = None
+        if (folder / RUN_CONFIG_FILE).is_file():
+            try:
+                run_config = yaml.safe_load((folder / RUN_CONFIG_FILE).read_text(encoding="utf-8"))
+            except yaml.YAMLError as error:
+                raise ZooError(f"{RUN_CONFIG_FILE} is not valid YAML: {error}") from None
+    except ZooError as error:
+        # Paths inside the cache say nothing to the user: name the repository and the file instead.
+        raise ZooError(f"{label}: {str(error).replace(f'{folder}{os.sep}', '')}") from None
     return HubAgent(
         repo_id=repo_id,
         revision=sha,
@@ -1070,29 +1080,31 @@ def load_from_hub(
 
 
 def _load_pickled(
-    folder: Path, config: dict[str, Any], device: th.device | str, label: str
+    folder: Path, config: dict[str, Any], device: th.device | str
 ) -> tuple[BaseAlgorithm, dict[str, Any], VecNormalizeStats | None]:
     zip_info = config.get("sb3_zip") or {}
     path = folder / str(zip_info.get("file", ""))
     if not zip_info or not path.is_file():
-        raise ZooError(f"{label} has no SB3 zip ({zip_info.get('file')!r}) to load with allow_pickle")
+        raise ZooError(f"no SB3 zip ({zip_info.get('file')!r}) to load with allow_pickle")
     if sha256_file(path) != zip_info.get("sha256"):
-        raise ZooError(f"{label}: {path.name} does not match the sha256 in {CONFIG_FILE}: corrupt or modified")
+        raise ZooError(f"{path.name} does not match the sha256 in {CONFIG_FILE}: corrupt or modified")
     algo = config.get("algo")
     if algo not in ALGOS:
-        raise ZooError(f"{label}: unknown algo {algo!r} in {CONFIG_FILE}")
+        raise ZooError(f"unknown algo {algo!r} in {CONFIG_FILE}")
     try:
         model = ALGOS[algo].load(path, device=device)
     except Exception as error:
-        raise ZooError(f"{label}: cannot load {path.name}: {_first_line(error)}") from None
-    if model.observation_space != space_from_json(config["observation_space"]) or model.action_space != space_from_json(
-        config["action_space"]
-    ):
-        raise ZooError(f"{label}: the spaces of {path.name} do not match {CONFIG_FILE}")
+        raise ZooError(f"cannot load {path.name}: {_first_line(error)}") from None
+    observation_space, action_space = (
+        space_from_json(config["observation_space"]),
+        space_from_json(config["action_space"]),
+    )
+    if model.observation_space != observation_space or model.action_space != action_space:
+        raise ZooError(f"the spaces of {path.name} do not match {CONFIG_FILE}")
     stats = None
     if config.get("normalize"):
         if not (folder / VEC_NORMALIZE_FILE).is_file():
-            raise ZooError(f"{label}: {CONFIG_FILE} says the agent normalizes but {VEC_NORMALIZE_FILE} is missing")
+            raise ZooError(f"{CONFIG_FILE} says the agent normalizes but {VEC_NORMALIZE_FILE} is missing")
         stats = VecNormalizeStats.from_json(_read_json(folder / VEC_NORMALIZE_FILE))
     return model, config, stats
 
