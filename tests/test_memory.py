@@ -22,8 +22,9 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
 def peak_rss_kib(steps: int) -> int:
-    result = subprocess.run([sys.executable, "-c", SCRIPT, str(steps)], cwd=ROOT, capture_output=True, text=True,
-                            check=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(steps)], cwd=ROOT, capture_output=True, text=True, check=True, timeout=600
+    )
     return int(result.stdout.strip().splitlines()[-1])
 
 

@@ -44,4 +44,4 @@ def test_readme_commands_name_real_things() -> None:
         from zoo.cli import COMMANDS
 
         assert command in COMMANDS, command
-    assert "pip install -e \".[zoo,tests]\" && python -m pytest" in text
+    assert 'pip install -e ".[zoo,tests]" && python -m pytest' in text
