@@ -159,3 +159,28 @@ def test_unsupported_policies_fall_back_with_a_reason() -> None:
     off = Reinforce("MlpPolicy", "CartPole-v1", n_episodes=2, device="cpu", use_fast_actor=False)
     assert off.fast_actor is None
     assert off.fast_actor_reason == "disabled by use_fast_actor=False"
+
+
+class ZeroGenerator:
+    """A generator whose draws are all exactly 0, the worst case for ``log`` in Gumbel-max."""
+
+    def standard_exponential(self, size: tuple[int, ...]) -> np.ndarray:
+        return np.zeros(size)
+
+    def random(self, size: tuple[int, ...]) -> np.ndarray:
+        return np.zeros(size)
+
+
+def test_zero_draws_give_finite_noise_and_respect_the_logits() -> None:
+    model = make_model(BOX, spaces.Discrete(3))
+    actor = model.fast_actor
+    assert actor is not None
+    actor.rng = ZeroGenerator()  # type: ignore[assignment]
+    with np.errstate(all="raise"):
+        noise = actor._draw_noise()
+    assert np.isfinite(noise).all()
+    # With equal noise everywhere Gumbel-max reduces to argmax of the logits, never an arbitrary action.
+    obs = observations(BOX, 6)
+    actions = np.empty(N_ENVS, dtype=np.int64)
+    actor.act(obs, actions)
+    np.testing.assert_array_equal(actions, actor.logits(obs).argmax(axis=1))

@@ -192,10 +192,15 @@ class NumpyActor:
             block = self._noise_block
             dist = self.policy.action_dist
             if isinstance(dist, (CategoricalDistribution, MultiCategoricalDistribution)):
-                self.rng.standard_exponential(dtype=np.float32, out=block)
-                np.log(block, out=block)
+                # Drawn in float64: a float32 draw is exactly 0 about once in 2**24, and log(0) = -inf would pick
+                # that action whatever its probability. The clamp guards the float64 draw the same way.
+                exponential = self.rng.standard_exponential(size=block.shape)
+                np.maximum(exponential, np.finfo(np.float64).tiny, out=exponential)
+                np.log(exponential, out=exponential)
+                block[...] = exponential
             elif isinstance(dist, BernoulliDistribution):
-                self.rng.random(dtype=np.float32, out=block)
+                # float64 for the same reason: U = 0 would force a 1 whatever its probability.
+                block[...] = self.rng.random(size=block.shape)
             else:
                 self.rng.standard_normal(dtype=np.float32, out=block)
             self._noise_next = 0
