@@ -127,7 +127,13 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
 
         :return: False if a callback stopped training (the partial batch is then dropped, never trained on).
         """
-        self.policy.set_training_mode(False)
+        actor = self.fast_actor
+        if actor is None:
+            self.policy.set_training_mode(False)
+        else:
+            # The numpy actor never runs the torch modules, so their train/eval mode does not matter here, and
+            # not toggling it saves a walk over every module twice per update.
+            actor.sync()
         buffer = rollout_buffer
         buffer.reset()
         quotas = episode_quotas(self.n_episodes, env.num_envs)
@@ -136,9 +142,6 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         box_actions = isinstance(self.action_space, spaces.Box)
         low = high = np.zeros(0)
         action_shape: tuple[int, ...] = ()
-        actor = self.fast_actor
-        if actor is not None:
-            actor.sync()
 
         callback.on_rollout_start()
         observations: Any

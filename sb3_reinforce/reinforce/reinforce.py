@@ -204,7 +204,8 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
 
     def train(self) -> None:
         """One gradient step on the collected batch of complete episodes."""
-        self.policy.set_training_mode(True)
+        if not self.policy.training:
+            self.policy.set_training_mode(True)
         self._update_learning_rate(self.policy.optimizer)
         buffer = self.rollout_buffer
         mask = buffer.valid_mask()
