@@ -440,6 +440,8 @@ def record_replay(
     """Write one deterministic episode (at most ``max_frames`` frames) to ``path`` as H.264 MP4; return the frame
     count. Raises on any failure, leaving no file at ``path``."""
     partial = path.with_name(f".{path.name}.partial.mp4")
+    # Off-screen frames need no display; without this, pygame-based envs probe for one and print an "error" line.
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     env = make_agent_env(model, env_id, env_kwargs, stats, seed=seed, render_mode="rgb_array")
     try:
         metadata: dict[str, Any] = dict(env.metadata)
