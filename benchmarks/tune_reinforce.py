@@ -42,9 +42,6 @@ if str(ROOT) not in sys.path:
 from zoo.config import ZooError, get_config  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "tuning"
-FINAL_EVAL_EPISODES = 20
-CURVE_EVAL_EPISODES = 5
-CURVE_POINTS = 20
 NAME = re.compile(r"^[A-Za-z0-9_.+-]+$")
 TARGETS = {
     "CartPole-v1": 500.0,
@@ -63,39 +60,22 @@ def run_one(env_id: str, name: str, overrides: dict[str, Any], seed: int) -> dic
     """Train and evaluate one (env, candidate, seed) and save its JSON. Runs in a worker process."""
     import torch as th
 
-    from zoo.train import train
+    from zoo.benchmark import measured_run
 
     th.set_num_threads(1)
     config = get_config("reinforce", env_id, overrides)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
-        result = train(
-            config,
-            seed=seed,
-            log_folder=scratch,
-            eval_freq=max(config.n_timesteps // CURVE_POINTS, 1),
-            eval_episodes=CURVE_EVAL_EPISODES,
-            final_eval_episodes=FINAL_EVAL_EPISODES,
-            progress_bar=False,
-            verbose=0,
-            command="python benchmarks/tune_reinforce.py",
-        )
-        curve = np.load(result.run_dir / "evaluations.npz")
-        record = {
-            "env_id": env_id,
-            "name": name,
-            "overrides": overrides,
-            "seed": seed,
-            "config": config.to_data(seed),
-            "n_timesteps": result.n_timesteps,
-            "mean_reward": result.mean_reward,
-            "std_reward": result.std_reward,
-            "eval_episodes": FINAL_EVAL_EPISODES,
-            "train_seconds": result.train_seconds,
-            "wall_seconds": time.perf_counter() - started,
-            "curve_timesteps": curve["timesteps"].tolist(),
-            "curve_mean_reward": curve["results"].mean(axis=1).tolist(),
-        }
+        _, scores = measured_run(config, seed, scratch, "python benchmarks/tune_reinforce.py")
+    record = {
+        "env_id": env_id,
+        "name": name,
+        "overrides": overrides,
+        "seed": seed,
+        "config": config.to_data(seed),
+        **scores,
+        "wall_seconds": time.perf_counter() - started,
+    }
     path = result_path(env_id, name, seed)
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = path.with_suffix(".json.tmp")

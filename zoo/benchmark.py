@@ -22,11 +22,14 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from zoo.config import ALGOS, ZooError, get_config, known_env_ids, load_file
+from zoo.config import ALGOS, RunConfig, ZooError, get_config, known_env_ids, load_file
+
+if TYPE_CHECKING:
+    from zoo.train import TrainResult
 
 QUICK_ENVS = ["CartPole-v1"]
 QUICK_TIMESTEPS = 20_000
@@ -48,40 +51,49 @@ class Task:
         return Path(self.out) / "runs" / self.algo / self.env_id / f"seed{self.seed}"
 
 
+def measured_run(config: RunConfig, seed: int, log_folder: str, command: str) -> tuple[TrainResult, dict[str, Any]]:
+    """Train ``config`` as the benchmark measures it: a learning curve of ``CURVE_EVAL_EPISODES``-episode
+    evaluations every ``n_timesteps / CURVE_POINTS`` steps and a final ``FINAL_EVAL_EPISODES``-episode score.
+
+    :return: the training result and the scores to record (final score, budget, wall-clock, curve).
+    """
+    from zoo.train import train
+
+    result = train(
+        config,
+        seed=seed,
+        log_folder=log_folder,
+        eval_freq=max(config.n_timesteps // CURVE_POINTS, 1),
+        eval_episodes=CURVE_EVAL_EPISODES,
+        final_eval_episodes=FINAL_EVAL_EPISODES,
+        progress_bar=False,
+        verbose=0,
+        command=command,
+    )
+    curve = np.load(result.run_dir / "evaluations.npz")
+    return result, {
+        "n_timesteps": result.n_timesteps,
+        "mean_reward": result.mean_reward,
+        "std_reward": result.std_reward,
+        "eval_episodes": FINAL_EVAL_EPISODES,
+        "train_seconds": result.train_seconds,
+        "curve_timesteps": curve["timesteps"].tolist(),
+        "curve_mean_reward": curve["results"].mean(axis=1).tolist(),
+    }
+
+
 def run_task(task: Task) -> dict[str, Any]:
     """Train and evaluate one (algo, env, seed); write its folder atomically. Runs in a worker process."""
     import torch as th
 
-    from zoo.train import CONFIG_FILE, VEC_NORMALIZE_FILE, train
+    from zoo.train import CONFIG_FILE, VEC_NORMALIZE_FILE
 
     th.set_num_threads(1)
     overrides = {} if task.n_timesteps is None else {"n_timesteps": task.n_timesteps}
     config = get_config(task.algo, task.env_id, overrides)
     with tempfile.TemporaryDirectory() as scratch:
-        result = train(
-            config,
-            seed=task.seed,
-            log_folder=scratch,
-            eval_freq=max(config.n_timesteps // CURVE_POINTS, 1),
-            eval_episodes=CURVE_EVAL_EPISODES,
-            final_eval_episodes=FINAL_EVAL_EPISODES,
-            progress_bar=False,
-            verbose=0,
-            command=f"python -m zoo benchmark --envs {task.env_id}",
-        )
-        curve = np.load(result.run_dir / "evaluations.npz")
-        record = {
-            "algo": task.algo,
-            "env_id": task.env_id,
-            "seed": task.seed,
-            "n_timesteps": result.n_timesteps,
-            "mean_reward": result.mean_reward,
-            "std_reward": result.std_reward,
-            "eval_episodes": FINAL_EVAL_EPISODES,
-            "train_seconds": result.train_seconds,
-            "curve_timesteps": curve["timesteps"].tolist(),
-            "curve_mean_reward": curve["results"].mean(axis=1).tolist(),
-        }
+        result, scores = measured_run(config, task.seed, scratch, f"python -m zoo benchmark --envs {task.env_id}")
+        record = {"algo": task.algo, "env_id": task.env_id, "seed": task.seed, **scores}
         staging = Path(scratch) / "staging"
         staging.mkdir()
         for name in (result.model_path.name, CONFIG_FILE, VEC_NORMALIZE_FILE):
