@@ -87,6 +87,7 @@ from zoo.serialization import (
     load_agent,
     policy_alias,
     read_config,
+    read_json,
     save_agent,
     sha256_file,
     space_from_json,
@@ -313,15 +314,6 @@ def _move_into_place(staging: Path, target: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ZooError(f"{path} not found") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ZooError(f"{path} is not valid JSON ({error}): truncated or modified?") from None
-
-
 # --------------------------------------------------------------------------------------------- env and evaluation
 
 
@@ -474,7 +466,7 @@ def _human_size(size: int) -> str:
 def render_card(folder: Path, repo_id: str, template_path: Path | None = None) -> str:
     """The model card of a packaged folder, from the very files that are uploaded with it."""
     config = read_config(folder)
-    results = _read_json(folder / RESULTS_FILE)
+    results = read_json(folder / RESULTS_FILE)
     env_id, algo = config["env_id"], config["algo"]
     metric = format_metric(results["mean_reward"], results["std_reward"])
     card_data = ModelCardData(
@@ -805,7 +797,7 @@ def push_to_hub(
             template_path=template_path,
         )
         files, digests = _inventory(folder)
-        results = _read_json(folder / RESULTS_FILE)
+        results = read_json(folder / RESULTS_FILE)
         result = PushResult(repo_id=repo_id, files=files, sha256=digests, results=results, warnings=warnings)
         if target is not None:
             _move_into_place(folder, target)
@@ -860,7 +852,7 @@ def push_folder(
                 shutil.copy2(path, staging / path.name)
         (staging / CARD_FILE).write_text(render_card(staging, repo_id, template_path), encoding="utf-8")
         files, digests = _inventory(staging)
-        results = _read_json(staging / RESULTS_FILE)
+        results = read_json(staging / RESULTS_FILE)
         metric = format_metric(results["mean_reward"], results["std_reward"])
         message = commit_message or f"Push {config['algo']} agent for {config['env_id']}: mean_reward {metric}"
         sha, deleted, warnings = _commit_folder(
@@ -1059,7 +1051,7 @@ def load_from_hub(
             model, _, stats = _load_pickled(folder, config, device)
         else:
             model, config, stats = load_agent(folder, device=device, config=config)
-        results = _read_json(folder / RESULTS_FILE) if (folder / RESULTS_FILE).is_file() else None
+        results = read_json(folder / RESULTS_FILE) if (folder / RESULTS_FILE).is_file() else None
         run_config = None
         if (folder / RUN_CONFIG_FILE).is_file():
             try:
@@ -1107,7 +1099,7 @@ def _load_pickled(
     if config.get("normalize"):
         if not (folder / VEC_NORMALIZE_FILE).is_file():
             raise ZooError(f"{CONFIG_FILE} says the agent normalizes but {VEC_NORMALIZE_FILE} is missing")
-        stats = VecNormalizeStats.from_json(_read_json(folder / VEC_NORMALIZE_FILE))
+        stats = VecNormalizeStats.from_json(read_json(folder / VEC_NORMALIZE_FILE))
     return model, config, stats
 
 

@@ -493,14 +493,19 @@ def save_agent(
     return config
 
 
-def read_config(folder: Path) -> dict[str, Any]:
-    path = folder / CONFIG_FILE
+def read_json(path: Path, missing: str | None = None) -> Any:
+    """A downloaded or packaged JSON file, or a one-line ``ZooError`` (``missing`` replaces "not found")."""
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ZooError(f"{path} not found") from None
+        raise ZooError(missing or f"{path} not found") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ZooError(f"{path} is not valid JSON ({error}): truncated or modified?") from None
+
+
+def read_config(folder: Path) -> dict[str, Any]:
+    path = folder / CONFIG_FILE
+    config = read_json(path)
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         found = config.get("format") if isinstance(config, dict) else None
         raise ZooError(f"{path} is not an {FORMAT} config (format={found!r})")
@@ -548,11 +553,6 @@ def load_agent(
     stats = None
     if config.get("normalize"):
         path = folder / VEC_NORMALIZE_FILE
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ZooError(f"{CONFIG_FILE} says the agent uses VecNormalize, but {path.name} is missing") from None
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise ZooError(f"{path} is not valid JSON ({error}): truncated or modified?") from None
-        stats = VecNormalizeStats.from_json(data)
+        missing = f"{CONFIG_FILE} says the agent uses VecNormalize, but {path.name} is missing"
+        stats = VecNormalizeStats.from_json(read_json(path, missing))
     return model, config, stats
