@@ -78,3 +78,34 @@ class SpaceEnv(gym.Env[Any, Any]):
         assert self.action_space.contains(np.asarray(action, dtype=self.action_space.dtype)), action
         self.t += 1
         return self.observation_space.sample(), 1.0, self.t >= self.length, False, {}
+
+
+class TargetEnv(gym.Env[np.ndarray, np.ndarray]):
+    """A continuous bandit: observe ``x ~ U(-1, 1)``, get ``-(a - x)^2``; the best action is ``a = x``.
+
+    Episodes last ``length`` steps (cut by truncation); the actions the env received are kept in ``received``.
+    """
+
+    observation_space = spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
+    action_space = spaces.Box(-2.0, 2.0, shape=(1,), dtype=np.float32)
+
+    def __init__(self, length: int = 5) -> None:
+        self.length = length
+        self.received: list[float] = []
+        self.t = 0
+        self.x = np.zeros(1, dtype=np.float32)
+
+    def _draw(self) -> np.ndarray:
+        self.x = self.np_random.uniform(-1.0, 1.0, size=1).astype(np.float32)
+        return self.x
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return self._draw(), {}
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.received.append(float(action[0]))
+        reward = -float((action[0] - self.x[0]) ** 2)
+        self.t += 1
+        return self._draw(), reward, False, self.t >= self.length, {}

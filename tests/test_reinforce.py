@@ -17,7 +17,7 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
 
 from sb3_reinforce import VARIANTS, Reinforce, reference
-from tests.envs import NeverEndingEnv, ScriptedEnv, SpaceEnv
+from tests.envs import NeverEndingEnv, ScriptedEnv, SpaceEnv, TargetEnv
 from tests.helpers import batch_episodes, collect
 
 TINY = {"net_arch": [16]}
@@ -209,6 +209,8 @@ def test_every_supported_space_learns_briefly(
         ({"max_grad_norm": 0.0}, "max_grad_norm must be > 0"),
         ({"learning_rate": -1e-3}, "learning_rate must be > 0"),
         ({"max_episode_steps": 0}, "max_episode_steps must be an integer >= 1"),
+        ({"sde_sample_freq": 0}, "sde_sample_freq must be -1"),
+        ({"use_sde": True}, "gSDE.*can only be used with continuous actions"),
     ],
 )
 def test_bad_hyperparameters_fail_before_the_env_is_touched(kwargs: dict[str, Any], message: str) -> None:
@@ -304,3 +306,58 @@ def test_string_env_and_gym_env() -> None:
         .num_timesteps
         >= 40
     )
+
+
+def test_gsde_learns_a_continuous_target_and_round_trips(tmp_path: Path) -> None:
+    # With a new noise matrix every step, gSDE's draws are independent and the policy mean must reach a = x.
+    model = Reinforce(
+        "MlpPolicy", TargetEnv(), n_episodes=16, gamma=0.0, learning_rate=3e-3, use_sde=True, sde_sample_freq=1,
+        seed=0, device="cpu", policy_kwargs={"net_arch": [32]},
+    )  # fmt: skip
+    assert model.fast_actor is None
+    assert model.fast_actor_reason == "gSDE/squashed actions"
+    model.learn(30_000)
+    targets = np.linspace(-0.9, 0.9, 7, dtype=np.float32)[:, None]
+    actions, _ = model.predict(targets, deterministic=True)
+    assert np.abs(actions - targets).max() < 0.15, actions.ravel()
+    model.save(tmp_path / "sde")
+    loaded = Reinforce.load(tmp_path / "sde", device="cpu")
+    assert loaded.use_sde
+    assert loaded.sde_sample_freq == 1
+    np.testing.assert_array_equal(loaded.predict(targets, deterministic=True)[0], actions)
+
+
+@pytest.mark.parametrize("sde_sample_freq", [-1, 1, 3])
+def test_gsde_noise_is_drawn_at_each_collection_and_every_sde_sample_freq_steps(sde_sample_freq: int) -> None:
+    model = Reinforce(
+        "MlpPolicy", DummyVecEnv([lambda: TargetEnv(length=7)] * 2), n_episodes=4, use_sde=True,
+        sde_sample_freq=sde_sample_freq, seed=0, device="cpu", policy_kwargs=TINY,
+    )  # fmt: skip
+    draws: list[int] = []
+    original = model.policy.reset_noise
+
+    def counting_reset_noise(n_envs: int = 1) -> None:
+        draws.append(n_envs)
+        original(n_envs)
+
+    model.policy.reset_noise = counting_reset_noise  # type: ignore[method-assign]
+    collect(model)
+    steps = model.rollout_buffer.n_steps
+    assert steps == 14
+    expected = 1 if sde_sample_freq == -1 else 1 + (steps - 1) // sde_sample_freq
+    assert draws == [2] * expected
+
+
+def test_squashed_gsde_actions_are_rescaled_to_the_bounds_not_clipped() -> None:
+    env = TargetEnv()
+    model = Reinforce(
+        "MlpPolicy", env, n_episodes=4, use_sde=True, seed=0, device="cpu",
+        policy_kwargs={**TINY, "squash_output": True, "log_std_init": 1.0},
+    )  # fmt: skip
+    collect(model)
+    buffer = model.rollout_buffer
+    stored = buffer.actions[: buffer.n_steps, 0, 0]
+    assert np.abs(stored).max() <= 1.0
+    # The env gets the squashed action mapped from [-1, 1] onto its bounds [-2, 2].
+    np.testing.assert_allclose(env.received, 2.0 * stored, rtol=1e-6)
+    assert np.abs(env.received).max() > 1.0

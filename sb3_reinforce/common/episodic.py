@@ -75,7 +75,7 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         self._setup_lr_schedule()
         self.set_random_seed(self.seed)
         self.policy = self.policy_class(  # type: ignore[assignment]
-            self.observation_space, self.action_space, self.lr_schedule, use_sde=False, **self.policy_kwargs
+            self.observation_space, self.action_space, self.lr_schedule, use_sde=self.use_sde, **self.policy_kwargs
         )
         self.policy = self.policy.to(self.device)
         self.rollout_buffer = EpisodeBuffer(self.observation_space, self.action_space, self.n_envs)
@@ -143,6 +143,8 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         low = high = np.zeros(0)
         action_shape: tuple[int, ...] = ()
 
+        if self.use_sde:
+            self.policy.reset_noise(env.num_envs)
         callback.on_rollout_start()
         observations: Any
         if self._fresh_reset:
@@ -161,6 +163,8 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
             if t == buffer.capacity:
                 buffer.ensure_row(t)
             actions = buffer.actions[t]
+            if self.use_sde and self.sde_sample_freq > 0 and t > 0 and t % self.sde_sample_freq == 0:
+                self.policy.reset_noise(num_envs)
             if dict_obs or actor is None:
                 buffer.store_observation(t, observations)
                 self._sample_torch(observations, actions)
@@ -168,7 +172,13 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
                 stored = buffer.observations[t]  # type: ignore[index]
                 stored[...] = observations
                 actor.act(stored, actions)
-            env_actions = np.clip(actions, low, high).reshape(action_shape) if box_actions else actions
+            if not box_actions:
+                env_actions = actions
+            elif self.policy.squash_output:
+                # A tanh-squashed action lies in [-1, 1]: rescale it to the bounds instead of clipping it.
+                env_actions = self.policy.unscale_action(actions).reshape(action_shape)
+            else:
+                env_actions = np.clip(actions, low, high).reshape(action_shape)
 
             new_obs, rewards, dones, infos = env.step(env_actions)
             self.num_timesteps += num_envs

@@ -68,6 +68,14 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
     :param vf_coef: Value loss coefficient (>= 0), used with ``baseline="value"``
     :param max_grad_norm: Gradient clipping norm (> 0), or None for no clipping
     :param normalize_advantage: Standardize the advantages within the batch (biased, but stabilizing)
+    :param use_sde: Explore with generalized State-Dependent Exploration (gSDE, Raffin et al. 2022) instead of
+        independent Gaussian noise at every step; ``Box`` actions only. The noise matrix is drawn per env at the
+        start of each collection (and every ``sde_sample_freq`` steps), so the exploration is smooth in time.
+        As in SB3's A2C/PPO, the update treats each step's action as an independent draw of the policy's
+        Gaussian (whose log-probability does not depend on the noise matrix). Collection then uses the torch
+        policy, not the numpy actor.
+    :param sde_sample_freq: With ``use_sde``, draw a new noise matrix every this many steps (>= 1), or -1 to
+        draw it only at the start of each collection
     :param max_episode_steps: Bound (>= 1) on one episode's length during collection: a longer one raises
         ``RuntimeError`` instead of hanging. Use a TimeLimit wrapper for tasks that never end.
     :param use_fast_actor: Collect with the exact numpy actor when the policy allows it (Box/Discrete
@@ -100,6 +108,8 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         vf_coef: float = 0.5,
         max_grad_norm: float | None = 0.5,
         normalize_advantage: bool = True,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
         max_episode_steps: int = 100_000,
         use_fast_actor: bool = True,
         stats_window_size: int = 100,
@@ -132,6 +142,10 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
             f"learning_rate must be > 0 or a schedule, got {learning_rate!r}",
         )
         _check(
+            isinstance(sde_sample_freq, (int, np.integer)) and (sde_sample_freq == -1 or sde_sample_freq >= 1),
+            f"sde_sample_freq must be -1 (once per collection) or an integer >= 1, got {sde_sample_freq!r}",
+        )
+        _check(
             isinstance(max_episode_steps, (int, np.integer)) and max_episode_steps >= 1,
             f"max_episode_steps must be an integer >= 1, got {max_episode_steps!r}",
         )
@@ -150,8 +164,8 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
             ent_coef=ent_coef,
             vf_coef=vf_coef,
             max_grad_norm=max_grad_norm,
-            use_sde=False,
-            sde_sample_freq=-1,
+            use_sde=use_sde,
+            sde_sample_freq=sde_sample_freq,
             stats_window_size=stats_window_size,
             tensorboard_log=tensorboard_log,
             policy_kwargs=policy_kwargs,
