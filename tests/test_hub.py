@@ -245,6 +245,24 @@ def test_sb3_algorithms_rebuild_without_pickle(algo: str, tmp_path: Path) -> Non
         assert config["policy_kwargs"]["optimizer_class"] == "rmsprop"
 
 
+def test_gsde_agent_rebuilds_without_pickle(tmp_path: Path) -> None:
+    env = make_vec_env("Pendulum-v1", n_envs=2, seed=0)
+    model = Reinforce(
+        "MlpPolicy", env, n_episodes=2, use_sde=True, sde_sample_freq=4, seed=0, device="cpu",
+        policy_kwargs={"net_arch": [8], "log_std_init": -2.0, "squash_output": True},
+    )  # fmt: skip
+    config = save_agent(tmp_path, model, env_id="Pendulum-v1")
+    rebuilt: Any
+    rebuilt, _, _ = load_agent(tmp_path, device="cpu")
+    assert config["hyperparams"]["use_sde"] is True
+    assert rebuilt.use_sde
+    assert rebuilt.sde_sample_freq == 4
+    assert rebuilt.policy.squash_output
+    obs = np.random.default_rng(1).normal(size=(16, 3)).astype(np.float32)
+    np.testing.assert_array_equal(greedy(rebuilt, obs), greedy(model, obs))
+    th.testing.assert_close(rebuilt.policy.log_std, model.policy.log_std)
+
+
 # ------------------------------------------------------------------------------------------------------- push/pull
 
 
