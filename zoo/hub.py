@@ -107,7 +107,9 @@ RUN_VEC_NORMALIZE_FILE = "vecnormalize.pkl"
 RUN_COMMAND_FILE = "command.txt"
 BEST_MODEL_FILE = "best_model.zip"
 
-TEMPLATE_PATH = Path(__file__).resolve().parent.parent / "hub_cards" / "template.md"
+# hub_cards/template.md, reached through the package: zoo/model_card_template.md links to it in the repository,
+# and a wheel carries it as a plain copy, so installed users render the same card.
+TEMPLATE_PATH = Path(__file__).resolve().parent / "model_card_template.md"
 HUB_CARDS_DIR = Path("hub_cards")
 TAGS = ["reinforcement-learning", "stable-baselines3", "deep-reinforcement-learning", "sb3-reinforce"]
 MIN_EVAL_EPISODES = 10
