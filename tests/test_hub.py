@@ -41,6 +41,7 @@ from typing import Any  # noqa: E402
 import cloudpickle  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+import tomllib  # noqa: E402
 import torch as th  # noqa: E402
 import yaml  # noqa: E402
 from gymnasium import spaces  # noqa: E402
@@ -54,6 +55,7 @@ from tests.hub_server import HubServer  # noqa: E402
 from zoo import hub as zoo_hub  # noqa: E402
 from zoo.config import RunConfig, ZooError  # noqa: E402
 from zoo.hub import (  # noqa: E402
+    TEMPLATE_PATH,
     enjoy_main,
     load_from_hub,
     package_agent,
@@ -243,6 +245,14 @@ def test_sb3_algorithms_rebuild_without_pickle(algo: str, tmp_path: Path) -> Non
         assert rebuilt.clip_range(1.0) == pytest.approx(0.15)
     else:
         assert config["policy_kwargs"]["optimizer_class"] == "rmsprop"
+
+
+def test_card_template_is_reached_through_the_package() -> None:
+    # Installed from a wheel, the zoo has no hub_cards/ beside it: the template must come with the package.
+    assert TEMPLATE_PATH.parent == ROOT / "zoo"
+    assert TEMPLATE_PATH.read_bytes() == (ROOT / "hub_cards" / "template.md").read_bytes()
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert TEMPLATE_PATH.name in package_data["zoo"]
 
 
 def test_gsde_agent_rebuilds_without_pickle(tmp_path: Path) -> None:
