@@ -39,6 +39,7 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import cloudpickle  # noqa: E402
+import gymnasium as gym  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import tomllib  # noqa: E402
@@ -53,7 +54,7 @@ from stable_baselines3.common.vec_env import VecNormalize  # noqa: E402
 from sb3_reinforce import Reinforce  # noqa: E402
 from tests.hub_server import HubServer  # noqa: E402
 from zoo import hub as zoo_hub  # noqa: E402
-from zoo.config import RunConfig, ZooError  # noqa: E402
+from zoo.config import RunConfig, ZooError, get_config  # noqa: E402
 from zoo.hub import (  # noqa: E402
     TEMPLATE_PATH,
     enjoy_main,
@@ -705,3 +706,27 @@ def test_package_agent_and_push_all(
     shutil.copy(cards / ENV_ID / "config.json", cards / "empty" / "config.json")  # incomplete: no weights
     with pytest.raises(ZooError, match=r"1 of 2 agents were not pushed: empty"):
         push_all_main(["--org", org, "--hub-cards", str(cards), "--dry-run"])
+
+
+@pytest.mark.parametrize(
+    "folder", sorted(p for p in (ROOT / "hub_cards").iterdir() if p.is_dir()), ids=lambda p: p.name
+)
+def test_packaged_zoo_agents_match_the_zoo_and_their_cards(folder: Path) -> None:
+    env_id = folder.name
+    run = yaml.safe_load((folder / "config.yml").read_text())
+    # Packaged from a run of the zoo's current entry, not of an older one.
+    assert {key: value for key, value in run.items() if key != "seed"} == get_config("reinforce", env_id).to_data()
+    results = json.loads((folder / "results.json").read_text())
+    assert results["env_id"] == env_id
+    assert results["n_eval_episodes"] >= 10
+    assert results["mean_reward"] == pytest.approx(np.mean(results["episode_rewards"]))
+    card = ModelCard((folder / "README.md").read_text())
+    metric = card.data.to_dict()["model-index"][0]["results"][0]["metrics"][0]["value"]
+    assert metric == f"{results['mean_reward']:.2f} +/- {results['std_reward']:.2f}"
+    assert (folder / f"reinforce-{env_id}.zip").is_file()
+    assert (folder / "replay.mp4").stat().st_size > 1000
+    model, _, stats = load_agent(folder, device="cpu")
+    env = gym.make(env_id)
+    assert model.observation_space == env.observation_space
+    assert model.action_space == env.action_space
+    assert (stats is not None) == bool(run["normalize"])
