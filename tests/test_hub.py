@@ -54,7 +54,7 @@ from stable_baselines3.common.vec_env import VecNormalize  # noqa: E402
 from sb3_reinforce import Reinforce  # noqa: E402
 from tests.hub_server import HubServer  # noqa: E402
 from zoo import hub as zoo_hub  # noqa: E402
-from zoo.config import RunConfig, ZooError, get_config  # noqa: E402
+from zoo.config import RunConfig, ZooError, get_config, known_env_ids  # noqa: E402
 from zoo.hub import (  # noqa: E402
     TEMPLATE_PATH,
     enjoy_main,
@@ -706,6 +706,11 @@ def test_package_agent_and_push_all(
     shutil.copy(cards / ENV_ID / "config.json", cards / "empty" / "config.json")  # incomplete: no weights
     with pytest.raises(ZooError, match=r"1 of 2 agents were not pushed: empty"):
         push_all_main(["--org", org, "--hub-cards", str(cards), "--dry-run"])
+
+
+def test_every_zoo_env_has_a_packaged_agent() -> None:
+    packaged = {p.name for p in (ROOT / "hub_cards").iterdir() if p.is_dir()}
+    assert packaged == set(known_env_ids("reinforce"))
 
 
 @pytest.mark.parametrize(
