@@ -39,6 +39,7 @@ from gymnasium import spaces
 from stable_baselines3.common.buffers import RolloutBuffer
 
 from sb3_reinforce.common.buffers import GAERolloutBuffer
+from zoo.machine import cpu_model
 
 DEFAULT_SHAPES = ((2048, 1), (2048, 16), (128, 256), (1000, 1024))
 TARGET_SHAPE, TARGET_SPEEDUP = (2048, 16), 30.0
@@ -146,18 +147,6 @@ def measure_first_calls(n_steps: int, n_envs: int) -> dict[str, float]:
             result[f"{label}_first_call_ms"] = probe["first_ms"]
             result[f"{label}_second_call_ms"] = probe["second_ms"]
     return result
-
-
-def cpu_model() -> str:
-    """CPU model name and its widest SIMD extensions (the kernel's large-N path is vectorised)."""
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-    except OSError:
-        return platform.processor() or platform.machine()
-    model = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "unknown")
-    flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), [])
-    simd = [flag for flag in ("sse4_2", "avx2", "fma", "avx512f") if flag in flags]
-    return f"{model} ({', '.join(simd)})" if simd else model
 
 
 def machine_description() -> dict[str, str]:

@@ -35,19 +35,10 @@ from stable_baselines3.common.env_util import make_vec_env
 import sb3_reinforce
 from sb3_reinforce import Reinforce
 from zoo.config import get_config
+from zoo.machine import cpu_model
 
 N_ENVS = 8
 RESULTS = Path(__file__).parent / "results"
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def raw_stepping(env_id: str, steps: int, seed: int) -> float:

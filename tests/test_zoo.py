@@ -14,6 +14,7 @@ from zoo import config as zoo_config
 from zoo.cli import COMMANDS
 from zoo.cli import main as cli
 from zoo.config import RunConfig, ZooError, get_config, known_env_ids, load_file, resolve
+from zoo.machine import cpu_model
 from zoo.train import parse_overrides
 
 ZOO_ENVS = ["CartPole-v1", "Acrobot-v1", "LunarLander-v3", "Pendulum-v1", "MountainCarContinuous-v0"]
@@ -246,6 +247,7 @@ def test_benchmark_quick_writes_the_table_and_resumes(tmp_path: Path, capsys: py
     table = (tmp_path / "benchmark.md").read_text()
     assert "| CartPole-v1 | reinforce |" in table
     assert "python -m zoo benchmark --quick" in table
+    assert f"Machines: {cpu_model()}: 2 runs." in table  # what the wall-clock (and the floats) depend on
     assert (tmp_path / "plots" / "CartPole-v1.png").stat().st_size > 1000
     assert len(list((tmp_path / "runs" / "reinforce" / "CartPole-v1").glob("seed*/CartPole-v1.zip"))) == 2
     assert cli(argv) == 0

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from zoo.config import ALGOS, RunConfig, ZooError, get_config, known_env_ids, load_file
+from zoo.machine import cpu_model
 
 if TYPE_CHECKING:
     from zoo.train import TrainResult
@@ -79,6 +80,7 @@ def measured_run(config: RunConfig, seed: int, log_folder: str, command: str) ->
         "train_seconds": result.train_seconds,
         "curve_timesteps": curve["timesteps"].tolist(),
         "curve_mean_reward": curve["results"].mean(axis=1).tolist(),
+        "cpu": cpu_model(),
     }
 
 
@@ -141,7 +143,17 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def write_table(rows: list[dict[str, Any]], out: Path, command: str) -> None:
+def machines_line(records: list[dict[str, Any]]) -> str:
+    """Which CPUs the runs were measured on: wall-clock, and past a few hundred thousand steps of a chaotic env
+    even the scores, depend on it (``zoo.machine``)."""
+    counts: dict[str, int] = {}
+    for record in records:
+        cpu = record.get("cpu", "not recorded")
+        counts[cpu] = counts.get(cpu, 0) + 1
+    return "Machines: " + "; ".join(f"{cpu}: {n} runs" for cpu, n in sorted(counts.items())) + "."
+
+
+def write_table(rows: list[dict[str, Any]], out: Path, command: str, machines: str) -> None:
     with (out / "benchmark.csv").open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["env"])
         writer.writeheader()
@@ -154,6 +166,8 @@ def write_table(rows: list[dict[str, Any]], out: Path, command: str) -> None:
         f"Final score per seed: mean return over {FINAL_EVAL_EPISODES} deterministic episodes after training. "
         "Columns: mean +/- std and interquartile mean (IQM) of those per-seed scores; wall-clock is the mean "
         "training time per seed (evaluations excluded), one process per run, 1 torch thread.",
+        "",
+        machines,
         "",
         "| env | algorithm | n_timesteps | seeds | mean +/- std | IQM | wall-clock (s) |",
         "|---|---|---:|---:|---:|---:|---:|",
@@ -269,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         command += " --envs " + " ".join(args.envs)
     if args.baselines:
         command += f" --baselines {args.baselines}"
-    write_table(rows, out, command)
+    write_table(rows, out, command, machines_line(records))
     plot_curves(records, out)
     print((out / "benchmark.md").read_text())
     print(f"results in {out}")
