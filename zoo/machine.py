@@ -1,7 +1,8 @@
 """What a measurement ran on, recorded beside it.
 
-The CPU matters for more than speed: the same seed gives bit-identical runs on one machine but slightly different floats on
-another (measured between an Intel and an AMD CPU, both with AVX-512), and a long run on a chaotic env (LunarLander's physics) then follows a different trajectory.
+The CPU matters for more than speed: the same seed gives bit-identical runs on one machine but slightly different
+floats on another (measured between an Intel and an AMD CPU, both with AVX-512), and a long run on a chaotic env
+(LunarLander's physics) then follows a different trajectory.
 """
 
 from __future__ import annotations
