@@ -20,6 +20,7 @@ import multiprocessing
 import os
 import shutil
 import tempfile
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -146,10 +147,7 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def machines_line(records: list[dict[str, Any]]) -> str:
     """Which CPUs the runs were measured on: wall-clock, and past a few hundred thousand steps of a chaotic env
     even the scores, depend on it (``zoo.machine``)."""
-    counts: dict[str, int] = {}
-    for record in records:
-        cpu = record.get("cpu", "not recorded")
-        counts[cpu] = counts.get(cpu, 0) + 1
+    counts = Counter(record.get("cpu", "not recorded") for record in records)
     return "Machines: " + "; ".join(f"{cpu}: {n} runs" for cpu, n in sorted(counts.items())) + "."
 
 
