@@ -1,32 +1,30 @@
-"""Hyperparameters as data: loading, validating and resolving the zoo's YAML files.
+"""Hyperparameters as data: loading, validating and resolving the zoo's YAML files, and what a run is built from.
 
 Each ``hyperparams/<algo>.yml`` is keyed by env id, with a ``default:`` fallback, in rl-baselines3-zoo's shape.
 An entry holds constructor keyword arguments plus the zoo's own keys (:data:`ZOO_KEYS`). Values are plain YAML
 read with ``yaml.safe_load``; the few values that are not numbers or strings go through a small explicit name
-table (:data:`NAMED_CLASSES`) or are linear schedules written ``lin_<initial value>``. Nothing is evaluated.
+table (:data:`zoo.algos.NAMED_CLASSES`) or are linear schedules written ``lin_<initial value>``. Nothing is
+evaluated. An entry with ``variant: NAME`` starts from ``sb3_reinforce.VARIANTS[NAME]``, its own keys on top.
+
+:func:`make_env` and :func:`make_model` build a run's VecEnv and algorithm from a :class:`RunConfig`.
 """
 
 from __future__ import annotations
 
-import inspect
+import copy
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+import gymnasium as gym
 import yaml
-from stable_baselines3 import A2C, PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.utils import LinearSchedule
-from torch import nn, optim
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import VecEnv
 
-from sb3_reinforce import Reinforce
-
-
-class ZooError(Exception):
-    """A user error: reported as one line and a non-zero exit, without a traceback."""
-
-
-ALGOS: dict[str, type[BaseAlgorithm]] = {"reinforce": Reinforce, "a2c": A2C, "ppo": PPO}
+from sb3_reinforce import VARIANTS
+from zoo.algos import ALGOS, NAMED_CLASSES, SCHEDULABLE, constructor_keys, parse_schedule, resolve, unresolve
+from zoo.errors import ZooError, first_line
 
 # Keys that configure the zoo's harness rather than the algorithm's constructor.
 ZOO_KEYS = {
@@ -37,13 +35,6 @@ ZOO_KEYS = {
     "env_kwargs": (dict,),
     "variant": (str,),
 }
-
-NAMED_CLASSES: dict[str, dict[str, type]] = {
-    "activation_fn": {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "leaky_relu": nn.LeakyReLU},
-    "optimizer_class": {"adam": optim.Adam, "sgd": optim.SGD, "rmsprop": optim.RMSprop},
-}
-SCHEDULABLE = {"learning_rate", "clip_range"}
-SCHEDULE_PREFIX = "lin_"
 
 
 @dataclass
@@ -60,6 +51,7 @@ class RunConfig:
     hyperparams: dict[str, Any] = field(default_factory=dict)
 
     def to_data(self, seed: int | None = None) -> dict[str, Any]:
+        """The ``config.yml`` mapping of a run with this seed (the seed left out when None)."""
         data: dict[str, Any] = {"algo": self.algo, "env_id": self.env_id}
         if seed is not None:
             data["seed"] = seed
@@ -76,6 +68,12 @@ class RunConfig:
     def algorithm_kwargs(self) -> dict[str, Any]:
         """Constructor keyword arguments with names and schedules turned into objects."""
         return resolve(self.hyperparams)
+
+    def normalize_kwargs(self) -> dict[str, Any] | None:
+        """VecNormalize's keyword arguments, or None when the run does not normalize."""
+        if self.normalize is False:
+            return None
+        return {} if self.normalize is True else dict(self.normalize)
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> RunConfig:
@@ -125,7 +123,9 @@ def get_config(
 def _build(algo: str, env_id: str, entry: dict[str, Any], source: str) -> RunConfig:
     if algo not in ALGOS:
         raise ZooError(f"unknown algorithm {algo!r}; known: {', '.join(ALGOS)}")
-    allowed = _constructor_keys(ALGOS[algo])
+    allowed = set(constructor_keys(ALGOS[algo]))
+    if isinstance(entry.get("variant"), str):
+        entry = {**_variant(algo, entry["variant"], source), **entry}
     zoo_part: dict[str, Any] = {}
     hyperparams: dict[str, Any] = {}
     for key, value in entry.items():
@@ -158,18 +158,17 @@ def _build(algo: str, env_id: str, entry: dict[str, Any], source: str) -> RunCon
     )
 
 
-def _constructor_keys(algo_class: type[BaseAlgorithm]) -> set[str]:
-    parameters = inspect.signature(algo_class.__init__).parameters
-    return {
-        name
-        for name in parameters
-        if name not in {"self", "policy", "env", "_init_setup_model", "device", "seed", "verbose", "tensorboard_log"}
-    }
+def _variant(algo: str, name: str, source: str) -> dict[str, Any]:
+    """``sb3_reinforce.VARIANTS[name]`` as YAML data (class names instead of classes)."""
+    if algo != "reinforce" or name not in VARIANTS:
+        known = ", ".join(VARIANTS) if algo == "reinforce" else "none (variants are Reinforce's)"
+        raise ZooError(f"{source}: unknown variant {name!r} for {algo}; known: {known}")
+    return unresolve(copy.deepcopy(VARIANTS[name]))
 
 
 def _check_value(key: str, value: Any, source: str) -> None:
     if key in SCHEDULABLE and isinstance(value, str):
-        _schedule(key, value, source)
+        parse_schedule(key, value, source)
     elif key == "policy_kwargs":
         if not isinstance(value, dict):
             raise ZooError(f"{source}: policy_kwargs must be a mapping, got {value!r}")
@@ -182,41 +181,45 @@ def _check_value(key: str, value: Any, source: str) -> None:
         raise ZooError(f"{source}: {key} must be a scalar, got {value!r}")
 
 
-def _schedule(key: str, value: str, source: str) -> LinearSchedule:
+# ------------------------------------------------------------------------------------------ building a run
+
+
+def check_env_id(env_id: str) -> None:
+    if env_id not in gym.registry:
+        close = [name for name in gym.registry if name.lower().startswith(env_id.lower().split("-")[0])][:5]
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise ZooError(f"unknown env id {env_id!r}{hint}")
+
+
+def vec_env(
+    env_id: str,
+    env_kwargs: dict[str, Any] | None = None,
+    *,
+    n_envs: int = 1,
+    seed: int | None = None,
+    render_mode: str | None = None,
+) -> VecEnv:
+    """``env_id`` as a seeded VecEnv (no normalization); an env that cannot be made is one ZooError."""
+    kwargs = dict(env_kwargs or {})
+    if render_mode is not None:
+        kwargs["render_mode"] = render_mode
     try:
-        start = float(value.removeprefix(SCHEDULE_PREFIX)) if value.startswith(SCHEDULE_PREFIX) else None
-    except ValueError:
-        start = None
-    if start is None:
-        raise ZooError(f"{source}: {key} must be a number or '{SCHEDULE_PREFIX}<initial value>', got {value!r}")
-    return LinearSchedule(start, 0.0, 1.0)
+        return make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=kwargs)
+    except Exception as error:  # gymnasium raises NameNotFound, DependencyNotInstalled, TypeError for kwargs...
+        check_env_id(env_id)
+        raise ZooError(f"cannot make env {env_id!r}: {first_line(error)}") from None
 
 
-def resolve(hyperparams: dict[str, Any]) -> dict[str, Any]:
-    """Data -> constructor objects: class names in policy_kwargs, ``lin_`` schedules."""
-    kwargs = dict(hyperparams)
-    for key in SCHEDULABLE & kwargs.keys():
-        if isinstance(kwargs[key], str):
-            kwargs[key] = _schedule(key, kwargs[key], "hyperparams")
-    if "policy_kwargs" in kwargs:
-        policy_kwargs = dict(kwargs["policy_kwargs"])
-        for name, table in NAMED_CLASSES.items():
-            if name in policy_kwargs:
-                policy_kwargs[name] = table[policy_kwargs[name]]
-        kwargs["policy_kwargs"] = policy_kwargs
-    return kwargs
+def make_env(config: RunConfig, seed: int, n_envs: int | None = None) -> VecEnv:
+    """The VecEnv a run trains on (without normalization), seeded."""
+    return vec_env(config.env_id, config.env_kwargs, n_envs=n_envs or config.n_envs, seed=seed)
 
 
-def to_data(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Constructor objects -> data, the inverse of :func:`resolve` for values it can name."""
-    data = dict(kwargs)
-    if "policy_kwargs" in data:
-        policy_kwargs = dict(data["policy_kwargs"])
-        for name, table in NAMED_CLASSES.items():
-            if name in policy_kwargs:
-                names = {cls: key for key, cls in table.items()}
-                if policy_kwargs[name] not in names:
-                    raise ZooError(f"policy_kwargs.{name}={policy_kwargs[name]!r} has no name in the zoo's table")
-                policy_kwargs[name] = names[policy_kwargs[name]]
-        data["policy_kwargs"] = policy_kwargs
-    return data
+def make_model(config: RunConfig, env: VecEnv, seed: int, verbose: int = 0) -> BaseAlgorithm:
+    """The untrained algorithm of a run, on the CPU."""
+    try:
+        return ALGOS[config.algo](
+            config.policy, env, seed=seed, verbose=verbose, device="cpu", **config.algorithm_kwargs()
+        )
+    except (ValueError, TypeError) as error:
+        raise ZooError(f"bad hyperparameters for {config.algo} on {config.env_id}: {error}") from None

@@ -13,6 +13,11 @@ met its quota keeps being stepped (a VecEnv steps all its envs at once) until th
 steps are counted in ``num_timesteps`` but used in no update, and their share is logged as
 ``rollout/unused_frac``. Episodes still running when the parameters change are discarded, never reused: every
 transition of an update comes from the parameters it updates.
+
+Reproducibility: the algorithm owns one numpy generator, ``_rng``, saved with the model. Every collection seeds
+the env's reset (and, on the torch path, torch's generator) from it, and it draws the actions of the numpy actor
+and any minibatch order. So a run is a function of ``seed=`` alone, and a saved model that is loaded and trained
+further continues exactly as the uninterrupted run would have.
 """
 
 from __future__ import annotations
@@ -64,12 +69,14 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         self.use_fast_actor = use_fast_actor
         self.fast_actor: NumpyActor | None = None
         self.fast_actor_reason: str | None = None
+        # Set by _setup_model, or restored from the saved data before it runs (then kept: see the module doc).
+        self._rng: np.random.Generator | None = None
         self._fresh_reset = False
         super().__init__(*args, **kwargs)
 
     def _excluded_save_params(self) -> list[str]:
-        # The actor holds numpy copies of the weights and a generator; both are rebuilt from the policy on load.
-        return [*super()._excluded_save_params(), "fast_actor", "_actor_rng"]
+        # The actor holds numpy copies of the weights, rebuilt from the policy on load.
+        return [*super()._excluded_save_params(), "fast_actor"]
 
     def _setup_model(self) -> None:
         self._setup_lr_schedule()
@@ -85,16 +92,21 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
                 "contribute no episode and all their steps are wasted",
                 stacklevel=2,
             )
-        # Drawn from torch's generator, which set_random_seed has just seeded, so `seed=` reproduces runs.
-        self._actor_rng = np.random.default_rng(int(th.randint(0, 2**31 - 1, (1,)).item()))
+        if self._rng is None:
+            # Drawn from torch's generator, which set_random_seed has just seeded, so `seed=` reproduces runs.
+            self._rng = np.random.default_rng(int(th.randint(0, 2**31 - 1, (1,)).item()))
         self.fast_actor, self.fast_actor_reason = None, "disabled by use_fast_actor=False"
         if self.use_fast_actor:
             self.fast_actor, self.fast_actor_reason = NumpyActor.from_policy(
-                self.policy, self.observation_space, self.action_space, self.n_envs, self._actor_rng
+                self.policy, self.observation_space, self.action_space, self.n_envs, self._rng
             )
         if self.verbose >= 1:
             path = "numpy fast actor" if self.fast_actor else f"torch policy ({self.fast_actor_reason})"
             print(f"Collecting with the {path}")
+
+    def _env_seed(self) -> int:
+        assert self._rng is not None, "_setup_model() sets the generator"
+        return int(self._rng.integers(2**31))
 
     def _setup_learn(
         self,
@@ -104,9 +116,12 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         tb_log_name: str = "run",
         progress_bar: bool = False,
     ) -> tuple[int, BaseCallback]:
+        if self.env is not None and (reset_num_timesteps or self._last_obs is None):
+            # SB3 is about to reset the env: seed that reset as a collection's own would be, and let the first
+            # collection start from it instead of resetting twice (the draws stay in the same order either way).
+            self.env.seed(self._env_seed())
         previous = self._last_obs
         result = super()._setup_learn(total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar)
-        # SB3 may have just reset the env: the first collection starts from there instead of resetting again.
         self._fresh_reset = self._last_obs is not previous
         return result
 
@@ -128,12 +143,23 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         :return: False if a callback stopped training (the partial batch is then dropped, never trained on).
         """
         actor = self.fast_actor
+        rng = self._rng
+        assert rng is not None, "_setup_model() sets the generator"
+        observations: Any
+        if self._fresh_reset:
+            # SB3's _setup_learn has just reset the env, from a seed of ours: start from there.
+            observations, self._fresh_reset = self._last_obs, False
+        else:
+            env.seed(self._env_seed())
+            observations = env.reset()
         if actor is None:
             self.policy.set_training_mode(False)
+            th.manual_seed(int(rng.integers(2**63)))
         else:
             # The numpy actor never runs the torch modules, so their train/eval mode does not matter here, and
             # not toggling it saves a walk over every module twice per update.
             actor.sync()
+            actor.discard_noise()
         buffer = rollout_buffer
         buffer.reset()
         quotas = episode_quotas(self.n_episodes, env.num_envs)
@@ -146,11 +172,6 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         if self.use_sde:
             self.policy.reset_noise(env.num_envs)
         callback.on_rollout_start()
-        observations: Any
-        if self._fresh_reset:
-            observations, self._fresh_reset = self._last_obs, False
-        else:
-            observations = env.reset()
         num_envs = env.num_envs
         unmet = int((quotas > 0).sum())
         dict_obs = isinstance(buffer.observations, dict)

@@ -167,6 +167,12 @@ class NumpyActor:
                 np.copyto(self._log_std, self.policy.log_std.detach().numpy())
                 np.exp(self._log_std, out=self._std)
 
+    def discard_noise(self) -> None:
+        """Drop the rest of the pre-drawn block, so that the next draw comes fresh from ``rng``: a collection
+        that starts here then depends on the generator's state alone (which a saved model keeps), not on how
+        many steps earlier collections took."""
+        self._noise_next = NOISE_BLOCK
+
     def logits(self, observations: NDArray[np.generic]) -> NDArray[np.float32]:
         """The action head's output (logits, or the Gaussian mean) for a ``(n_envs, ...)`` batch."""
         x = self._input

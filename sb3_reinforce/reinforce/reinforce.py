@@ -1,13 +1,14 @@
 from __future__ import annotations
 
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
+from stable_baselines3.common.policies import ActorCriticPolicy, BaseModel, BasePolicy
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
-from stable_baselines3.common.utils import explained_variance, obs_as_tensor
+from stable_baselines3.common.utils import FloatSchedule, explained_variance, obs_as_tensor
 from torch.nn import functional as F
 
 from sb3_reinforce.common.episodic import EpisodicOnPolicyAlgorithm
@@ -22,6 +23,27 @@ BASELINES = ("none", "mean", "value")
 def _check(condition: bool, message: str) -> None:
     if not condition:
         raise ValueError(message)
+
+
+def _positive_finite(value: Any) -> bool:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return False
+    return bool(np.isfinite(number)) and number > 0.0
+
+
+def _take(features: th.Tensor | dict[str, th.Tensor], rows: slice | th.Tensor) -> th.Tensor | dict[str, th.Tensor]:
+    if isinstance(features, dict):
+        return {key: value[rows] for key, value in features.items()}
+    return features[rows]
+
+
+def _features(
+    policy: ActorCriticPolicy, observations: th.Tensor | dict[str, th.Tensor], extractor: BaseFeaturesExtractor
+) -> th.Tensor:
+    # ActorCriticPolicy.extract_features ignores the extractor it is given when extractors are not shared.
+    return cast(th.Tensor, BaseModel.extract_features(policy, observations, extractor))
 
 
 class Reinforce(EpisodicOnPolicyAlgorithm):
@@ -41,7 +63,26 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
     - ``baseline="none"``: ``A_t = G_t``
     - ``baseline="mean"``: ``A_t = G_t - mean(G)`` over the batch (the seed reference's batch-mean baseline)
     - ``baseline="value"``: a learned critic ``V``; ``A_t`` is GAE(gamma, gae_lambda) over the episode, which for
-      ``gae_lambda=1`` is ``G_t - V(s_t)``. The critic regresses on ``A_t + V(s_t)`` with weight ``vf_coef``.
+      ``gae_lambda=1`` is ``G_t - V(s_t)``.
+
+    The critic (``baseline="value"``) is fitted as in the vanilla policy gradient of Schulman et al. (2016) and
+    OpenAI Spinning Up's VPG. Each update, on one batch:
+
+    1. the advantages are computed with the critic as it was during collection;
+    2. the policy takes ONE step (``learning_rate``, ``max_grad_norm``), so the policy gradient stays the
+       unbiased on-policy estimate it is without a critic;
+    3. the critic alone is then regressed ``vf_n_epochs`` times over the batch, with its own optimizer (the
+       policy's ``optimizer_class`` and ``optimizer_kwargs``) at ``vf_learning_rate``, in minibatches of
+       ``vf_batch_size`` steps (or the whole batch). Its targets are the lambda-returns
+       ``A_t + V_old(s_t)``, fixed for the whole fit: for ``gae_lambda=1`` the Monte Carlo returns ``G_t``
+       (bootstrapped at a time-limit cut, below).
+
+    Only the critic's own parameters move in step 3: ``mlp_extractor.value_net``, ``value_net``, and
+    ``vf_features_extractor`` when the policy does not share its features extractor. A shared extractor
+    (CnnPolicy's default) is trained by the policy step alone; the critic fits its head on the features the
+    policy learns. With ``vf_n_epochs=0`` the critic is instead trained jointly with the policy, in the same
+    step and optimizer, on the loss ``policy_loss + vf_coef * value_loss`` (SB3's A2C way: one critic step per
+    batch).
 
     Time limits: an episode cut by a time limit (``TimeLimit.truncated``) is bootstrapped with
     ``gamma * V(terminal observation)`` when ``baseline="value"``; with the other baselines there is no critic to
@@ -52,8 +93,9 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
 
     Logged: ``train/entropy`` (watch it: its collapse precedes a plateau of the return), ``train/grad_norm``
     (before clipping), ``train/policy_loss`` (a surrogate whose VALUE means nothing, only its gradient does),
-    ``train/value_loss`` and ``train/explained_variance`` with a critic, ``rollout/ep_rew_mean`` (Monitor) and
-    ``rollout/unused_frac``.
+    ``rollout/ep_rew_mean`` (Monitor) and ``rollout/unused_frac``. With a critic, ``train/value_loss`` and
+    ``train/explained_variance`` of the critic that made the advantages, and after the fit
+    ``train/value_loss_after_fit`` and ``train/explained_variance_after_fit``: their gap is what the fit gained.
 
     :param policy: The policy model to use (MlpPolicy, CnnPolicy, MultiInputPolicy, or an ActorCriticPolicy class)
     :param env: The environment to learn from (if registered in Gymnasium, can be a str)
@@ -65,7 +107,14 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
     :param gae_lambda: GAE lambda in [0, 1] for ``baseline="value"`` (1 = Monte Carlo return minus value);
         must stay 1.0 with the other baselines, which have no critic
     :param ent_coef: Entropy bonus coefficient, >= 0 (a negative one would reward collapse)
-    :param vf_coef: Value loss coefficient (>= 0), used with ``baseline="value"``
+    :param vf_coef: Value loss coefficient (>= 0) of the joint update, used with ``baseline="value"`` and
+        ``vf_n_epochs=0`` only
+    :param vf_learning_rate: The critic's learning rate (> 0), or a schedule of the remaining progress, used
+        with ``baseline="value"`` and ``vf_n_epochs >= 1``
+    :param vf_n_epochs: Passes of the critic fit over each batch (>= 0); 0 trains the critic jointly with the
+        policy instead (see above)
+    :param vf_batch_size: Minibatch size (>= 1) of the critic fit, or None for full-batch steps (one step per
+        pass)
     :param max_grad_norm: Gradient clipping norm (> 0), or None for no clipping
     :param normalize_advantage: Standardize the advantages within the batch (biased, but stabilizing)
     :param use_sde: Explore with generalized State-Dependent Exploration (gSDE, Raffin et al. 2022) instead of
@@ -106,6 +155,9 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         gae_lambda: float = 1.0,
         ent_coef: float = 0.0,
         vf_coef: float = 0.5,
+        vf_learning_rate: float | Schedule = 1e-3,
+        vf_n_epochs: int = 10,
+        vf_batch_size: int | None = None,
         max_grad_norm: float | None = 0.5,
         normalize_advantage: bool = True,
         use_sde: bool = False,
@@ -135,6 +187,18 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         _check(ent_coef >= 0.0, f"ent_coef must be >= 0, got {ent_coef!r}")
         _check(vf_coef >= 0.0, f"vf_coef must be >= 0, got {vf_coef!r}")
         _check(
+            callable(vf_learning_rate) or _positive_finite(vf_learning_rate),
+            f"vf_learning_rate must be a finite number > 0 or a schedule, got {vf_learning_rate!r}",
+        )
+        _check(
+            isinstance(vf_n_epochs, (int, np.integer)) and vf_n_epochs >= 0,
+            f"vf_n_epochs must be an integer >= 0 (0: train the critic jointly with the policy), got {vf_n_epochs!r}",
+        )
+        _check(
+            vf_batch_size is None or (isinstance(vf_batch_size, (int, np.integer)) and vf_batch_size >= 1),
+            f"vf_batch_size must be an integer >= 1 or None (full batch), got {vf_batch_size!r}",
+        )
+        _check(
             max_grad_norm is None or max_grad_norm > 0.0, f"max_grad_norm must be > 0 or None, got {max_grad_norm!r}"
         )
         _check(
@@ -151,6 +215,10 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         )
         self.baseline = baseline
         self.normalize_advantage = normalize_advantage
+        self.vf_learning_rate = vf_learning_rate
+        self.vf_n_epochs = int(vf_n_epochs)
+        self.vf_batch_size = vf_batch_size
+        self.vf_optimizer: th.optim.Optimizer | None = None
         super().__init__(
             policy,
             env,
@@ -177,6 +245,37 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         )
         if _init_setup_model:
             self._setup_model()
+
+    @property
+    def fits_critic(self) -> bool:
+        """Whether the critic is fitted apart from the policy, with its own optimizer (see the class doc)."""
+        return self.baseline == "value" and self.vf_n_epochs > 0
+
+    def _setup_model(self) -> None:
+        super()._setup_model()
+        self.vf_lr_schedule = FloatSchedule(self.vf_learning_rate)
+        if not self.fits_critic:
+            return
+        critic = self.critic_parameters()
+        critic_ids = {id(parameter) for parameter in critic}
+        actor = [parameter for parameter in self.policy.parameters() if id(parameter) not in critic_ids]
+        # SB3 types optimizer_class as the Optimizer base, whose __init__ takes no lr; every subclass does.
+        optimizer_class: Any = self.policy.optimizer_class
+        optimizer_kwargs = self.policy.optimizer_kwargs
+        self.policy.optimizer = optimizer_class(actor, lr=self.lr_schedule(1), **optimizer_kwargs)
+        self.vf_optimizer = optimizer_class(critic, lr=self.vf_lr_schedule(1), **optimizer_kwargs)
+
+    def critic_parameters(self) -> list[th.nn.Parameter]:
+        """The parameters that belong to the critic alone: the ones the critic fit moves."""
+        policy = self.policy
+        modules: list[th.nn.Module] = [policy.mlp_extractor.value_net, policy.value_net]
+        if not policy.share_features_extractor:
+            modules.append(policy.vf_features_extractor)
+        return [parameter for module in modules for parameter in module.parameters()]
+
+    def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
+        state_dicts, variables = super()._get_torch_save_params()
+        return ([*state_dicts, "vf_optimizer"] if self.fits_critic else state_dicts), variables
 
     def _advantages(self, values: th.Tensor, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Advantages and value targets of the valid steps, flattened in the order of ``mask``.
@@ -217,7 +316,7 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         return advantages[mask], value_targets[mask]
 
     def train(self) -> None:
-        """One gradient step on the collected batch of complete episodes."""
+        """One policy step on the collected batch of complete episodes, then the critic's fit to it."""
         if not self.policy.training:
             self.policy.set_training_mode(True)
         self._update_learning_rate(self.policy.optimizer)
@@ -245,18 +344,20 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         # Distributions without a closed-form entropy: estimate it with -log pi of the sampled actions.
         entropy_mean = entropy.mean() if entropy is not None else -log_prob.mean()
         loss = policy_loss - self.ent_coef * entropy_mean
+        targets = th.as_tensor(targets_np, device=self.device)
         value_loss = None
         if self.baseline == "value":
-            targets = th.as_tensor(targets_np, device=self.device)
             value_loss = F.mse_loss(values, targets)
-            loss = loss + self.vf_coef * value_loss
+            if not self.fits_critic:
+                loss = loss + self.vf_coef * value_loss
 
         self.policy.optimizer.zero_grad(set_to_none=True)
         if not th.isfinite(loss):
             raise FloatingPointError(self._nonfinite_message("loss", loss.item()))
         loss.backward()
         grad_norm = th.nn.utils.clip_grad_norm_(
-            self.policy.parameters(), self.max_grad_norm if self.max_grad_norm is not None else float("inf")
+            [group_param for group in self.policy.optimizer.param_groups for group_param in group["params"]],
+            self.max_grad_norm if self.max_grad_norm is not None else float("inf"),
         )
         if not th.isfinite(grad_norm):
             raise FloatingPointError(self._nonfinite_message("gradient norm", grad_norm.item()))
@@ -273,6 +374,54 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
             self.logger.record(
                 "train/explained_variance", float(explained_variance(values.detach().cpu().numpy(), targets_np))
             )
+        if self.fits_critic:
+            self._fit_critic(observations, targets)
+
+    def _fit_critic(self, observations: th.Tensor | dict[str, th.Tensor], targets: th.Tensor) -> None:
+        """Regress the critic alone on this batch's fixed targets: ``vf_n_epochs`` passes of ``vf_batch_size``."""
+        assert self.vf_optimizer is not None
+        assert self._rng is not None
+        self._update_vf_learning_rate()
+        policy = self.policy
+        critic_owns_features = not policy.share_features_extractor
+        features: th.Tensor | dict[str, th.Tensor] = observations
+        if not critic_owns_features:
+            # The shared extractor is the policy's: computed once, outside the graph, so it cannot move here.
+            with th.no_grad():
+                features = _features(policy, observations, policy.features_extractor)
+
+        def predict(rows: th.Tensor | dict[str, th.Tensor]) -> th.Tensor:
+            latent = (
+                _features(policy, rows, policy.vf_features_extractor) if critic_owns_features else cast(th.Tensor, rows)
+            )
+            return policy.value_net(policy.mlp_extractor.forward_critic(latent)).flatten()
+
+        size = len(targets)
+        batch_size = size if self.vf_batch_size is None else min(self.vf_batch_size, size)
+        for _ in range(self.vf_n_epochs):
+            order = None if batch_size == size else th.as_tensor(self._rng.permutation(size), device=self.device)
+            for start in range(0, size, batch_size):
+                rows = slice(None) if order is None else order[start : start + batch_size]
+                loss = F.mse_loss(predict(_take(features, rows)), targets[rows])
+                if not th.isfinite(loss):
+                    raise FloatingPointError(self._nonfinite_message("critic loss", loss.item()))
+                self.vf_optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                self.vf_optimizer.step()
+        with th.no_grad():
+            fitted = predict(features)
+        self.logger.record("train/value_loss_after_fit", F.mse_loss(fitted, targets).item())
+        self.logger.record(
+            "train/explained_variance_after_fit",
+            float(explained_variance(fitted.cpu().numpy(), targets.cpu().numpy())),
+        )
+
+    def _update_vf_learning_rate(self) -> None:
+        assert self.vf_optimizer is not None
+        rate = self.vf_lr_schedule(self._current_progress_remaining)
+        self.logger.record("train/vf_learning_rate", rate)
+        for group in self.vf_optimizer.param_groups:
+            group["lr"] = rate
 
     def _nonfinite_message(self, what: str, value: float) -> str:
         return (
