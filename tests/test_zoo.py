@@ -11,9 +11,11 @@ import yaml
 
 from sb3_reinforce import VARIANTS
 from zoo import config as zoo_config
+from zoo.algos import resolve, unresolve
 from zoo.cli import COMMANDS
 from zoo.cli import main as cli
-from zoo.config import RunConfig, ZooError, get_config, known_env_ids, load_file, resolve
+from zoo.config import RunConfig, get_config, known_env_ids, load_file
+from zoo.errors import ZooError
 from zoo.machine import cpu_model
 from zoo.train import parse_overrides
 
@@ -43,7 +45,7 @@ def test_config_round_trips_through_data() -> None:
     data = yaml.safe_load(yaml.safe_dump(config.to_data(seed=3)))
     assert data["seed"] == 3
     assert RunConfig.from_data(data) == config
-    assert zoo_config.to_data(resolve(config.hyperparams)) == config.hyperparams
+    assert unresolve(resolve(config.hyperparams)) == config.hyperparams
 
 
 def test_default_entry_serves_unknown_envs() -> None:

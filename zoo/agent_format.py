@@ -7,24 +7,22 @@ source you trust. The files written here are plain data instead:
   hyperparameters as data, observation and action spaces, policy alias and kwargs), a manifest of the weights
   (file size, sha256, the name, shape and dtype of every tensor) and the library versions that wrote it;
 - ``model.safetensors``: the policy's ``state_dict``;
-- ``vec_normalize.json``: VecNormalize statistics, when observations or rewards were normalized.
+- ``vec_normalize.json``: VecNormalize statistics (:mod:`zoo.normalization`), when observations or rewards were
+  normalized.
 
 :func:`load_agent` rebuilds the model with ``cls(policy, env=None, _init_setup_model=False, **hyperparams)``, sets
 the spaces, calls ``_setup_model()`` and loads the weights only after they were checked against the manifest and
 against the freshly built policy, so a truncated, modified or mismatched file is an error rather than a model
-that silently behaves differently.
+that silently behaves differently. This module knows neither the Hub nor the command line.
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
-import inspect
 import json
 import math
 import platform
 from collections import OrderedDict
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -34,23 +32,17 @@ import safetensors.torch
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.running_mean_std import RunningMeanStd
-from stable_baselines3.common.utils import ConstantSchedule, FloatSchedule, LinearSchedule
-from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+from stable_baselines3.common.vec_env import VecNormalize
 
-from zoo.config import ALGOS, SCHEDULE_PREFIX, ZooError, resolve, to_data
+from zoo.algos import ALGOS, algo_name, hyperparams_from_model, plain, policy_alias, resolve
+from zoo.errors import ZooError
+from zoo.normalization import JSON_FILE as VEC_NORMALIZE_JSON
+from zoo.normalization import VecNormalizeStats
 
 FORMAT = "sb3-reinforce-agent"
 FORMAT_VERSION = 1
-CONFIG_FILE = "config.json"
+CONFIG_JSON = "config.json"
 WEIGHTS_FILE = "model.safetensors"
-VEC_NORMALIZE_FILE = "vec_normalize.json"
-
-# Constructor arguments that are not hyperparameters of the trained agent.
-NOT_HYPERPARAMS = {"self", "policy", "env", "_init_setup_model", "device", "seed", "verbose", "tensorboard_log"}
-# Constructor arguments that only shape training-time containers: dropped when they cannot be written as data,
-# since inference never uses them (SB3 replaces None by its default buffer class in ``_setup_model``).
-TRAINING_ONLY = {"rollout_buffer_class", "rollout_buffer_kwargs", "replay_buffer_class", "replay_buffer_kwargs"}
 VERSION_PACKAGES = {
     "sb3_reinforce": "sb3-reinforce",
     "stable_baselines3": "stable-baselines3",
@@ -139,85 +131,11 @@ def space_from_json(data: Any) -> spaces.Space:
     except ZooError:
         raise
     except (KeyError, TypeError, ValueError) as error:
-        raise ZooError(f"invalid space in {CONFIG_FILE}: {data!r} ({error})") from None
-    raise ZooError(f"invalid space in {CONFIG_FILE}: unknown type {kind!r}")
+        raise ZooError(f"invalid space in {CONFIG_JSON}: {data!r} ({error})") from None
+    raise ZooError(f"invalid space in {CONFIG_JSON}: unknown type {kind!r}")
 
 
-# -------------------------------------------------------------------------------------------------- hyperparameters
-
-
-def _plain(name: str, value: Any) -> Any:
-    """A constructor argument as JSON data, or ZooError if it has no data form."""
-    if isinstance(value, FloatSchedule):
-        value = value.value_schedule
-    if isinstance(value, ConstantSchedule):
-        value = value.val
-    if isinstance(value, LinearSchedule) and value.end == 0.0 and value.end_fraction == 1.0:
-        # The zoo's "lin_<start>" is exactly LinearSchedule(start, 0, 1).
-        return f"{SCHEDULE_PREFIX}{float(value.start)!r}"
-    if isinstance(value, np.generic):
-        value = value.item()
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, (list, tuple)):
-        return [_plain(name, item) for item in value]
-    if isinstance(value, dict) and all(isinstance(key, str) for key in value):
-        return {key: _plain(f"{name}.{key}", item) for key, item in value.items()}
-    raise ZooError(f"{name}={value!r} cannot be stored as data")
-
-
-def algo_name(model: BaseAlgorithm) -> str:
-    for name, cls in ALGOS.items():
-        if type(model) is cls:
-            return name
-    for name, cls in ALGOS.items():
-        if isinstance(model, cls):
-            return name
-    raise ZooError(f"{type(model).__name__} is not one of the zoo's algorithms ({', '.join(ALGOS)})")
-
-
-def policy_alias(model: BaseAlgorithm) -> str:
-    for alias, cls in model.policy_aliases.items():
-        if type(model.policy) is cls:
-            return alias
-    raise ZooError(
-        f"policy class {type(model.policy).__name__} has no alias in {type(model).__name__}.policy_aliases "
-        f"({', '.join(model.policy_aliases)}); it cannot be rebuilt without pickle"
-    )
-
-
-def hyperparams_from_model(model: BaseAlgorithm, fallback: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The constructor arguments the model was built with, as data (``policy_kwargs`` included).
-
-    Read back from the model's attributes, which SB3 stores under the argument's name (or with a leading
-    underscore), so they describe the weights even when no config is at hand. A value with no data form falls
-    back to ``fallback[name]`` (the run's config.yml hyperparams) when present.
-    """
-    fallback = fallback or {}
-    parameters = inspect.signature(type(model).__init__).parameters
-    data: dict[str, Any] = {}
-    for name in parameters:
-        if name in NOT_HYPERPARAMS or parameters[name].kind in (
-            inspect.Parameter.VAR_KEYWORD,
-            inspect.Parameter.VAR_POSITIONAL,
-        ):
-            continue
-        value = getattr(model, name, getattr(model, f"_{name}", inspect.Parameter.empty))
-        if value is inspect.Parameter.empty:
-            if name in fallback:
-                data[name] = fallback[name]
-            continue
-        if name == "policy_kwargs":
-            value = to_data({"policy_kwargs": value or {}})["policy_kwargs"]
-        try:
-            data[name] = _plain(name, value)
-        except ZooError:
-            if name in fallback:
-                data[name] = fallback[name]
-            elif name not in TRAINING_ONLY:
-                raise
-    json.dumps(data, allow_nan=False)  # a last guard: config.json must be strict JSON
-    return data
+# -------------------------------------------------------------------------------------------------------- versions
 
 
 def library_versions() -> dict[str, str]:
@@ -263,7 +181,7 @@ def _check_file(path: Path, manifest: dict[str, Any], what: str) -> None:
     if size != manifest.get("size") or digest != manifest.get("sha256"):
         raise ZooError(
             f"{what} {path.name} is corrupt or was modified: {size} bytes with sha256 {digest[:12]}..., but "
-            f"{CONFIG_FILE} records {manifest.get('size')} bytes with sha256 {str(manifest.get('sha256'))[:12]}..."
+            f"{CONFIG_JSON} records {manifest.get('size')} bytes with sha256 {str(manifest.get('sha256'))[:12]}..."
         )
 
 
@@ -285,161 +203,20 @@ def load_weights(model: BaseAlgorithm, path: Path, manifest: dict[str, Any]) -> 
     expected = _signature(model.policy.state_dict())
     found = _signature(tensors)
     recorded = {name: (list(t["shape"]), t["dtype"]) for name, t in manifest.get("tensors", {}).items()}
-    for label, other in (("the weights file", found), (f"the manifest in {CONFIG_FILE}", recorded)):
+    for label, other in (("the weights file", found), (f"the manifest in {CONFIG_JSON}", recorded)):
         missing, unexpected = sorted(expected.keys() - other.keys()), sorted(other.keys() - expected.keys())
         if missing or unexpected:
             raise ZooError(
-                f"{label} does not match the model that {CONFIG_FILE} describes: missing {missing or 'none'}, "
+                f"{label} does not match the model that {CONFIG_JSON} describes: missing {missing or 'none'}, "
                 f"unexpected {unexpected or 'none'}"
             )
         for name, (shape, dtype) in expected.items():
             if other[name] != (shape, dtype):
                 raise ZooError(
-                    f"{label} does not match the model that {CONFIG_FILE} describes: {name} is "
+                    f"{label} does not match the model that {CONFIG_JSON} describes: {name} is "
                     f"{_describe(*other[name])}, the model needs {_describe(shape, dtype)}"
                 )
     model.policy.load_state_dict(tensors, strict=True)
-
-
-# ---------------------------------------------------------------------------------------------------- VecNormalize
-
-
-def _rms_to_json(rms: RunningMeanStd, where: str) -> dict[str, Any]:
-    mean, var = np.asarray(rms.mean, dtype=np.float64), np.asarray(rms.var, dtype=np.float64)
-    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(var)) and math.isfinite(float(rms.count))):
-        raise ZooError(f"VecNormalize {where} statistics are not finite; they cannot be published")
-    # float64 -> Python float -> JSON repr is exact, so the statistics round trip bit for bit.
-    return {"shape": list(mean.shape), "mean": mean.tolist(), "var": var.tolist(), "count": float(rms.count)}
-
-
-def _rms_from_json(data: dict[str, Any]) -> RunningMeanStd:
-    shape = tuple(int(x) for x in data["shape"])
-    rms = RunningMeanStd(shape=shape)
-    rms.mean = np.asarray(data["mean"], dtype=np.float64).reshape(shape)
-    rms.var = np.asarray(data["var"], dtype=np.float64).reshape(shape)
-    rms.count = float(data["count"])
-    return rms
-
-
-@dataclass
-class VecNormalizeStats:
-    """VecNormalize's statistics and settings, without the pickle; :meth:`wrap` puts them around a VecEnv."""
-
-    norm_obs: bool
-    norm_reward: bool
-    clip_obs: float
-    clip_reward: float
-    gamma: float
-    epsilon: float
-    norm_obs_keys: list[str] | None
-    obs_rms: RunningMeanStd | dict[str, RunningMeanStd] | None
-    ret_rms: RunningMeanStd
-
-    @classmethod
-    def from_vec_normalize(cls, vec_normalize: VecNormalize) -> VecNormalizeStats:
-        obs_rms: RunningMeanStd | dict[str, RunningMeanStd] | None = None
-        if vec_normalize.norm_obs:
-            obs_rms = copy.deepcopy(vec_normalize.obs_rms)
-        keys = getattr(vec_normalize, "norm_obs_keys", None)
-        return cls(
-            norm_obs=bool(vec_normalize.norm_obs),
-            norm_reward=bool(vec_normalize.norm_reward),
-            clip_obs=float(vec_normalize.clip_obs),
-            clip_reward=float(vec_normalize.clip_reward),
-            gamma=float(vec_normalize.gamma),
-            epsilon=float(vec_normalize.epsilon),
-            norm_obs_keys=list(keys) if keys is not None else None,
-            obs_rms=obs_rms,
-            ret_rms=copy.deepcopy(vec_normalize.ret_rms),
-        )
-
-    def settings(self) -> dict[str, Any]:
-        """The VecNormalize constructor arguments (as in a config's ``normalize:`` mapping)."""
-        return {
-            "norm_obs": self.norm_obs,
-            "norm_reward": self.norm_reward,
-            "clip_obs": self.clip_obs,
-            "clip_reward": self.clip_reward,
-            "gamma": self.gamma,
-            "epsilon": self.epsilon,
-            "norm_obs_keys": self.norm_obs_keys,
-        }
-
-    def to_json(self) -> dict[str, Any]:
-        obs_rms: Any = None
-        if isinstance(self.obs_rms, dict):
-            obs_rms = {key: _rms_to_json(rms, f"obs_rms[{key!r}]") for key, rms in self.obs_rms.items()}
-        elif self.obs_rms is not None:
-            obs_rms = _rms_to_json(self.obs_rms, "obs_rms")
-        return {
-            "format": f"{FORMAT}/vec-normalize",
-            "format_version": FORMAT_VERSION,
-            **self.settings(),
-            "obs_rms": obs_rms,
-            "ret_rms": _rms_to_json(self.ret_rms, "ret_rms"),
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> VecNormalizeStats:
-        try:
-            raw = data["obs_rms"]
-            obs_rms: RunningMeanStd | dict[str, RunningMeanStd] | None
-            if raw is None:
-                obs_rms = None
-            elif "shape" in raw:
-                obs_rms = _rms_from_json(raw)
-            else:
-                obs_rms = {key: _rms_from_json(item) for key, item in raw.items()}
-            keys = data.get("norm_obs_keys")
-            return cls(
-                norm_obs=bool(data["norm_obs"]),
-                norm_reward=bool(data["norm_reward"]),
-                clip_obs=float(data["clip_obs"]),
-                clip_reward=float(data["clip_reward"]),
-                gamma=float(data["gamma"]),
-                epsilon=float(data["epsilon"]),
-                norm_obs_keys=list(keys) if keys is not None else None,
-                obs_rms=obs_rms,
-                ret_rms=_rms_from_json(data["ret_rms"]),
-            )
-        except (KeyError, TypeError, ValueError, AttributeError) as error:
-            raise ZooError(f"invalid {VEC_NORMALIZE_FILE}: {error!r}") from None
-
-    def wrap(self, venv: VecEnv, *, training: bool = False, norm_reward: bool | None = None) -> VecNormalize:
-        """``venv`` wrapped in a VecNormalize with these statistics, frozen by default (``training=False``).
-
-        ``norm_reward`` defaults to False when not training, so evaluation reports the env's own rewards.
-        """
-        wrapped = VecNormalize(
-            venv,
-            training=training,
-            norm_obs=self.norm_obs,
-            norm_reward=(training and self.norm_reward) if norm_reward is None else norm_reward,
-            clip_obs=self.clip_obs,
-            clip_reward=self.clip_reward,
-            gamma=self.gamma,
-            epsilon=self.epsilon,
-            norm_obs_keys=self.norm_obs_keys,
-        )
-        if self.norm_obs:
-            stored: Any = self.obs_rms
-            current: Any = wrapped.obs_rms
-            if isinstance(stored, dict) != isinstance(current, dict):
-                raise ZooError("VecNormalize statistics do not fit the env's observation space (Dict vs not Dict)")
-            pairs = (
-                [(key, stored[key], current.get(key)) for key in stored]
-                if isinstance(stored, dict)
-                else [("observations", stored, current)]
-            )
-            for key, mine, theirs in pairs:
-                if theirs is None or mine.mean.shape != theirs.mean.shape:
-                    raise ZooError(
-                        f"VecNormalize statistics of {key} have shape {mine.mean.shape}, the env's "
-                        f"{None if theirs is None else theirs.mean.shape}"
-                    )
-            wrapped.obs_rms = copy.deepcopy(stored)
-        wrapped.ret_rms = copy.deepcopy(self.ret_rms)
-        return wrapped
 
 
 # ------------------------------------------------------------------------------------------------------ save / load
@@ -464,16 +241,14 @@ def save_agent(
     algo = algo_name(model)
     hyperparams = hyperparams_from_model(model, hyperparams_fallback)
     policy_kwargs = hyperparams.pop("policy_kwargs", {}) or {}
-    stats = vec_normalize
-    if isinstance(stats, VecNormalize):
-        stats = VecNormalizeStats.from_vec_normalize(stats)
+    stats = VecNormalizeStats.of(vec_normalize)
     config: dict[str, Any] = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "algo": algo,
         "algo_class": f"{type(model).__module__}.{type(model).__qualname__}",
         "env_id": env_id,
-        "env_kwargs": _plain("env_kwargs", dict(env_kwargs or {})),
+        "env_kwargs": plain("env_kwargs", dict(env_kwargs or {})),
         "policy": policy_alias(model),
         "policy_class": f"{type(model.policy).__module__}.{type(model.policy).__qualname__}",
         "policy_kwargs": policy_kwargs,
@@ -487,9 +262,9 @@ def save_agent(
         **(extra or {}),
     }
     if stats is not None:
-        write_json(folder / VEC_NORMALIZE_FILE, stats.to_json())
+        write_json(folder / VEC_NORMALIZE_JSON, stats.to_json())
     config["weights"] = save_weights(model, folder / WEIGHTS_FILE)
-    write_json(folder / CONFIG_FILE, config)
+    write_json(folder / CONFIG_JSON, config)
     return config
 
 
@@ -504,7 +279,7 @@ def read_json(path: Path, missing: str | None = None) -> Any:
 
 
 def read_config(folder: Path) -> dict[str, Any]:
-    path = folder / CONFIG_FILE
+    path = folder / CONFIG_JSON
     config = read_json(path)
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         found = config.get("format") if isinstance(config, dict) else None
@@ -521,7 +296,7 @@ def build_model(config: dict[str, Any], device: th.device | str = "auto") -> Bas
     """An untrained model with the architecture and hyperparameters that ``config`` describes."""
     algo = config.get("algo")
     if algo not in ALGOS:
-        raise ZooError(f"{CONFIG_FILE}: unknown algo {algo!r}; known: {', '.join(ALGOS)}")
+        raise ZooError(f"{CONFIG_JSON}: unknown algo {algo!r}; known: {', '.join(ALGOS)}")
     cls: Any = ALGOS[algo]
     try:
         kwargs = resolve({**config["hyperparams"], "policy_kwargs": config.get("policy_kwargs") or {}})
@@ -534,7 +309,7 @@ def build_model(config: dict[str, Any], device: th.device | str = "auto") -> Bas
         raise
     except Exception as error:  # constructors raise ValueError, TypeError, AssertionError, KeyError...
         raise ZooError(
-            f"{CONFIG_FILE} does not describe a valid {algo} model: {type(error).__name__}: {error}"
+            f"{CONFIG_JSON} does not describe a valid {algo} model: {type(error).__name__}: {error}"
         ) from None
     model.num_timesteps = int(config.get("num_timesteps", 0))
     return model
@@ -550,9 +325,13 @@ def load_agent(
         raise ZooError(f"{weights} not found")
     model = build_model(config, device)
     load_weights(model, weights, config.get("weights", {}))
-    stats = None
-    if config.get("normalize"):
-        path = folder / VEC_NORMALIZE_FILE
-        missing = f"{CONFIG_FILE} says the agent uses VecNormalize, but {path.name} is missing"
-        stats = VecNormalizeStats.from_json(read_json(path, missing))
-    return model, config, stats
+    return model, config, load_stats(folder, config)
+
+
+def load_stats(folder: Path, config: dict[str, Any]) -> VecNormalizeStats | None:
+    """The agent's VecNormalize statistics when ``config`` says it normalizes, else None."""
+    if not config.get("normalize"):
+        return None
+    path = folder / VEC_NORMALIZE_JSON
+    missing = f"{CONFIG_JSON} says the agent uses VecNormalize, but {path.name} is missing"
+    return VecNormalizeStats.from_json(read_json(path, missing))

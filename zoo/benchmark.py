@@ -3,7 +3,8 @@
 Each finished (algorithm, env, seed) run is saved under ``OUT/runs/<algo>/<env>/seed<k>/`` (result.json, the
 final model with its config.yml and VecNormalize statistics) and skipped on the next invocation, so a long table
 is completed across sessions. The table is rebuilt from whatever results exist: ``OUT/benchmark.md``,
-``OUT/benchmark.csv`` and one learning-curve plot per env in ``OUT/plots/``.
+``OUT/benchmark.csv`` and one learning-curve plot per env in ``OUT/plots/``. OUT is ``benchmarks/results/zoo``
+unless ``--out`` names another folder: measured results stay outside the package.
 
 What is measured: each run trains with the zoo's hyperparameters, evaluates every ``n_timesteps / 20`` steps on
 5 deterministic episodes (the learning curve), and at the end on 20 deterministic episodes (the final score).
@@ -23,21 +24,21 @@ import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from zoo.config import ALGOS, RunConfig, ZooError, get_config, known_env_ids, load_file
-from zoo.machine import cpu_model
-
-if TYPE_CHECKING:
-    from zoo.train import TrainResult
+from zoo.algos import ALGOS
+from zoo.config import check_env_id, get_config, known_env_ids, load_file
+from zoo.errors import ZooError
+from zoo.folders import move_into_place
+from zoo.measure import FINAL_EVAL_EPISODES, measured_run
+from zoo.runs import CONFIG_YML, RESULT_FILE, VEC_NORMALIZE_PKL
 
 QUICK_ENVS = ["CartPole-v1"]
 QUICK_TIMESTEPS = 20_000
-FINAL_EVAL_EPISODES = 20
-CURVE_EVAL_EPISODES = 5
-CURVE_POINTS = 20
+# The measured results live beside the other benchmark results, outside the package.
+DEFAULT_OUT = "benchmarks/results/zoo"
 
 
 @dataclass(frozen=True)
@@ -53,43 +54,9 @@ class Task:
         return Path(self.out) / "runs" / self.algo / self.env_id / f"seed{self.seed}"
 
 
-def measured_run(config: RunConfig, seed: int, log_folder: str, command: str) -> tuple[TrainResult, dict[str, Any]]:
-    """Train ``config`` as the benchmark measures it: a learning curve of ``CURVE_EVAL_EPISODES``-episode
-    evaluations every ``n_timesteps / CURVE_POINTS`` steps and a final ``FINAL_EVAL_EPISODES``-episode score.
-
-    :return: the training result and the scores to record (final score, budget, wall-clock, curve).
-    """
-    from zoo.train import train
-
-    result = train(
-        config,
-        seed=seed,
-        log_folder=log_folder,
-        eval_freq=max(config.n_timesteps // CURVE_POINTS, 1),
-        eval_episodes=CURVE_EVAL_EPISODES,
-        final_eval_episodes=FINAL_EVAL_EPISODES,
-        progress_bar=False,
-        verbose=0,
-        command=command,
-    )
-    curve = np.load(result.run_dir / "evaluations.npz")
-    return result, {
-        "n_timesteps": result.n_timesteps,
-        "mean_reward": result.mean_reward,
-        "std_reward": result.std_reward,
-        "eval_episodes": FINAL_EVAL_EPISODES,
-        "train_seconds": result.train_seconds,
-        "curve_timesteps": curve["timesteps"].tolist(),
-        "curve_mean_reward": curve["results"].mean(axis=1).tolist(),
-        "cpu": cpu_model(),
-    }
-
-
 def run_task(task: Task) -> dict[str, Any]:
     """Train and evaluate one (algo, env, seed); write its folder atomically. Runs in a worker process."""
     import torch as th
-
-    from zoo.train import CONFIG_FILE, VEC_NORMALIZE_FILE
 
     th.set_num_threads(1)
     overrides = {} if task.n_timesteps is None else {"n_timesteps": task.n_timesteps}
@@ -99,15 +66,12 @@ def run_task(task: Task) -> dict[str, Any]:
         record = {"algo": task.algo, "env_id": task.env_id, "seed": task.seed, **scores}
         staging = Path(scratch) / "staging"
         staging.mkdir()
-        for name in (result.model_path.name, CONFIG_FILE, VEC_NORMALIZE_FILE):
+        for name in (result.model_path.name, CONFIG_YML, VEC_NORMALIZE_PKL):
             if (result.run_dir / name).exists():
                 shutil.copy2(result.run_dir / name, staging / name)
-        (staging / "result.json").write_text(json.dumps(record, indent=1))
-        # Move into place only when complete, so an interrupted run is redone rather than half-counted.
-        task.folder.parent.mkdir(parents=True, exist_ok=True)
-        if task.folder.exists():
-            shutil.rmtree(task.folder)
-        shutil.move(str(staging), str(task.folder))
+        (staging / RESULT_FILE).write_text(json.dumps(record, indent=1))
+        # Moved into place only when complete, so an interrupted run is redone rather than half-counted.
+        move_into_place(staging, task.folder)
     return record
 
 
@@ -119,7 +83,7 @@ def interquartile_mean(values: list[float]) -> float:
 
 
 def load_results(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(path.read_text()) for path in sorted((out / "runs").glob("*/*/seed*/result.json"))]
+    return [json.loads(path.read_text()) for path in sorted((out / "runs").glob(f"*/*/seed*/{RESULT_FILE}"))]
 
 
 def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -233,7 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help=f"CI mode: {QUICK_TIMESTEPS} steps, 2 seeds, CartPole-v1, into a temporary folder",
     )
-    parser.add_argument("--out", default=None, help="results folder (default: zoo; --quick: a temporary folder)")
+    parser.add_argument(
+        "--out", default=None, help=f"results folder (default: {DEFAULT_OUT}; --quick: a temporary folder)"
+    )
     return parser
 
 
@@ -248,12 +214,10 @@ def main(argv: list[str] | None = None) -> int:
     n_timesteps = args.n_timesteps or (QUICK_TIMESTEPS if args.quick else None)
     if seeds < 1 or args.jobs < 1:
         raise ZooError("--seeds and --jobs must be >= 1")
-    from zoo.train import check_env_id
-
     for env_id in envs:
         check_env_id(env_id)
     temporary = tempfile.mkdtemp(prefix="zoo-benchmark-") if args.quick and args.out is None else None
-    out = Path(args.out or temporary or "zoo")
+    out = Path(args.out or temporary or DEFAULT_OUT)
     out.mkdir(parents=True, exist_ok=True)
 
     tasks = []
@@ -263,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"skip {algo} on {env_id}: no published hyperparameters")
                 continue
             tasks += [Task(algo, env_id, seed, n_timesteps, str(out)) for seed in range(seeds)]
-    todo = [task for task in tasks if not (task.folder / "result.json").exists()]
+    todo = [task for task in tasks if not (task.folder / RESULT_FILE).exists()]
     print(f"{len(tasks)} runs, {len(tasks) - len(todo)} already done, {len(todo)} to do with {args.jobs} workers")
     if todo:
         with multiprocessing.get_context("spawn").Pool(min(args.jobs, len(todo))) as pool:

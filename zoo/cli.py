@@ -6,16 +6,16 @@ import sys
 from collections.abc import Callable
 from importlib import import_module
 
-from zoo.config import ZooError
+from zoo.errors import ZooError
 
 # command -> (module, function, one-line help); modules are imported only when their command runs.
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "train": ("zoo.train", "main", "train an agent with tuned hyperparameters"),
     "evaluate": ("zoo.evaluate", "main", "evaluate a saved agent"),
     "benchmark": ("zoo.benchmark", "main", "train every env over several seeds and write the results table"),
-    "push": ("zoo.hub", "push_main", "push an agent to the Hugging Face Hub"),
-    "enjoy": ("zoo.hub", "enjoy_main", "download an agent from the Hub and evaluate it"),
-    "push-all": ("zoo.hub", "push_all_main", "push every packaged zoo agent under hub_cards/"),
+    "push": ("zoo.hub.cli", "push_main", "push an agent to the Hugging Face Hub"),
+    "enjoy": ("zoo.hub.cli", "enjoy_main", "download an agent from the Hub and evaluate it"),
+    "push-all": ("zoo.hub.cli", "push_all_main", "push every packaged zoo agent under hub_cards/"),
 }
 
 

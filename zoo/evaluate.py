@@ -1,36 +1,66 @@
-"""``python -m zoo evaluate``: mean +/- std return and per-episode lengths of a saved agent."""
+"""Evaluation: the one env factory for a trained agent, the one episode loop, and ``python -m zoo evaluate``."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.evaluation import evaluate_policy
-from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+from stable_baselines3.common.vec_env import VecEnv
 
-from zoo.config import RunConfig, ZooError
-from zoo.train import VEC_NORMALIZE_FILE, load_model, make_env
+from zoo.config import vec_env
+from zoo.errors import ZooError
+from zoo.normalization import VecNormalizeStats
+from zoo.runs import load_run
 
-
-def check_spaces(model: BaseAlgorithm, env: VecEnv, env_id: str) -> None:
-    if model.observation_space != env.observation_space or model.action_space != env.action_space:
-        raise ZooError(
-            f"the model does not fit {env_id}: it was trained on observations {model.observation_space} and "
-            f"actions {model.action_space}, the env has {env.observation_space} and {env.action_space}"
-        )
+DEFAULT_EVAL_SEED = 12_345
+DESCRIPTION = "``python -m zoo evaluate``: mean +/- std return and per-episode lengths of a saved agent."
 
 
-def evaluation_env(model_path: Path, config: RunConfig, seed: int, render_mode: str | None = None) -> VecEnv:
-    """One env as the model was trained on it, with its frozen VecNormalize statistics when it used them."""
-    env = make_env(config, seed, n_envs=1, render_mode=render_mode)
-    stats = model_path.parent / VEC_NORMALIZE_FILE
-    if stats.is_file():
-        env = VecNormalize.load(str(stats), env)
-        env.training = False
-        env.norm_reward = False
+def make_eval_env(
+    model: BaseAlgorithm,
+    env_id: str,
+    env_kwargs: dict[str, Any] | None = None,
+    stats: VecNormalizeStats | None = None,
+    *,
+    n_envs: int = 1,
+    seed: int | None = None,
+    render_mode: str | None = None,
+) -> VecEnv:
+    """``env_id`` as the agent sees it (frozen VecNormalize statistics when it has them), after checking that its
+    spaces are the agent's."""
+    env = vec_env(env_id, env_kwargs, n_envs=n_envs, seed=seed, render_mode=render_mode)
+    try:
+        if stats is not None:
+            env = stats.wrap(env)
+        if model.observation_space != env.observation_space or model.action_space != env.action_space:
+            raise ZooError(
+                f"the model does not fit {env_id}: it acts on observations {model.observation_space} and actions "
+                f"{model.action_space}, the env has {env.observation_space} and {env.action_space}"
+            )
+    except BaseException:
+        env.close()
+        raise
     return env
+
+
+def evaluate_episodes(
+    model: BaseAlgorithm, env: VecEnv, n_episodes: int, deterministic: bool = True, render: bool = False
+) -> tuple[list[float], list[int]]:
+    """Every episode's return and length over ``n_episodes`` episodes of ``env``."""
+    rewards, lengths = evaluate_policy(
+        model,
+        env,
+        n_eval_episodes=n_episodes,
+        deterministic=deterministic,
+        render=render,
+        return_episode_rewards=True,
+        warn=False,
+    )
+    return [float(r) for r in rewards], [int(n) for n in lengths]  # type: ignore[union-attr]
 
 
 def evaluate(
@@ -39,28 +69,23 @@ def evaluate(
     episodes: int = 20,
     deterministic: bool = True,
     render: bool = False,
-    seed: int = 12_345,
+    seed: int = DEFAULT_EVAL_SEED,
 ) -> tuple[float, float, list[int]]:
-    model_path = Path(model_path)
-    model, config = load_model(model_path)
-    if config is None:
-        config = RunConfig(algo="reinforce", env_id=env_id, n_timesteps=1)
-    elif config.env_id != env_id:
-        config = RunConfig(algo=config.algo, env_id=env_id, n_timesteps=1, env_kwargs={})
-    env = evaluation_env(model_path, config, seed, render_mode="human" if render else None)
-    check_spaces(model, env, env_id)
-    rewards, lengths = evaluate_policy(
-        model, env, n_eval_episodes=episodes, deterministic=deterministic, render=False, return_episode_rewards=True
-    )
-    env.close()
-    assert isinstance(rewards, list)
-    assert isinstance(lengths, list)
-    return float(np.mean(rewards)), float(np.std(rewards)), [int(n) for n in lengths]
+    """Mean and std of the return, and every episode's length, of a model saved by ``zoo train``."""
+    run = load_run(model_path, env_id)
+    # The run's env_kwargs belong to its own env; another env is evaluated as registered.
+    env_kwargs = run.config.env_kwargs if run.config is not None and run.config.env_id == env_id else {}
+    env = make_eval_env(run.model, env_id, env_kwargs, run.stats, seed=seed, render_mode="human" if render else None)
+    try:
+        rewards, lengths = evaluate_episodes(run.model, env, episodes, deterministic)
+    finally:
+        env.close()
+    return float(np.mean(rewards)), float(np.std(rewards)), lengths
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m zoo evaluate", description=__doc__, formatter_class=argparse.ArgumentDefaultsHelpFormatter
+        prog="python -m zoo evaluate", description=DESCRIPTION, formatter_class=argparse.ArgumentDefaultsHelpFormatter
     )
     parser.add_argument("--env", required=True, help="Gymnasium env id")
     parser.add_argument("--model", required=True, help="path to a saved model zip")
@@ -71,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     group.add_argument("--stochastic", dest="deterministic", action="store_false", help="sampled actions")
     parser.add_argument("--render", action="store_true", help="render in a window (render_mode='human')")
-    parser.add_argument("--seed", type=int, default=12_345, help="seed of the evaluation env")
+    parser.add_argument("--seed", type=int, default=DEFAULT_EVAL_SEED, help="seed of the evaluation env")
     return parser
 
 

@@ -10,43 +10,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import torch as th
 import yaml
-from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import EvalCallback
-from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import configure
-from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+from stable_baselines3.common.vec_env import VecNormalize
 
-from zoo.config import ALGOS, RunConfig, ZooError, get_config
-
-VEC_NORMALIZE_FILE = "vecnormalize.pkl"
-CONFIG_FILE = "config.yml"
-
-
-def check_env_id(env_id: str) -> None:
-    if env_id not in gym.registry:
-        close = [name for name in gym.registry if name.lower().startswith(env_id.lower().split("-")[0])][:5]
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise ZooError(f"unknown env id {env_id!r}{hint}")
-
-
-def make_env(config: RunConfig, seed: int, n_envs: int | None = None, render_mode: str | None = None) -> VecEnv:
-    """The VecEnv a run trains on (without normalization), seeded."""
-    check_env_id(config.env_id)
-    env_kwargs = dict(config.env_kwargs)
-    if render_mode is not None:
-        env_kwargs["render_mode"] = render_mode
-    return make_vec_env(config.env_id, n_envs=n_envs or config.n_envs, seed=seed, env_kwargs=env_kwargs)
-
-
-def normalize_kwargs(config: RunConfig) -> dict[str, Any] | None:
-    if config.normalize is False:
-        return None
-    return {} if config.normalize is True else dict(config.normalize)
+from zoo.algos import ALGOS
+from zoo.config import RunConfig, check_env_id, get_config, make_env, make_model
+from zoo.errors import ZooError
+from zoo.evaluate import evaluate_episodes
+from zoo.runs import COMMAND_FILE, CONFIG_YML, VEC_NORMALIZE_PKL, model_file, next_run_dir
 
 
 def parse_overrides(items: list[str]) -> dict[str, Any]:
@@ -66,16 +41,6 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
                     continue
         overrides[key] = value
     return overrides
-
-
-def next_run_dir(log_folder: Path, algo: str, env_id: str) -> Path:
-    parent = log_folder / algo
-    parent.mkdir(parents=True, exist_ok=True)
-    taken = {p.name for p in parent.iterdir()}
-    index = 1
-    while f"{env_id}_{index}" in taken:
-        index += 1
-    return parent / f"{env_id}_{index}"
 
 
 class TimedEvalCallback(EvalCallback):
@@ -116,23 +81,20 @@ def train(
     VecNormalize statistics when used, evaluations.npz, progress.csv and TensorBoard events."""
     run_dir = next_run_dir(Path(log_folder), config.algo, config.env_id)
     run_dir.mkdir(parents=True)
-    (run_dir / CONFIG_FILE).write_text(yaml.safe_dump(config.to_data(seed), sort_keys=False))
-    (run_dir / "command.txt").write_text((command or "") + "\n")
+    (run_dir / CONFIG_YML).write_text(yaml.safe_dump(config.to_data(seed), sort_keys=False))
+    (run_dir / COMMAND_FILE).write_text((command or "") + "\n")
     if verbose:
         print(f"Training {config.algo} on {config.env_id} (seed {seed}) into {run_dir}")
         print(yaml.safe_dump(config.to_data(seed), sort_keys=False))
 
     env = make_env(config, seed)
     eval_env = make_env(config, seed + 10_000, n_envs=1)
-    norm = normalize_kwargs(config)
+    norm = config.normalize_kwargs()
     if norm is not None:
         env = VecNormalize(env, **{"gamma": config.hyperparams.get("gamma", 0.99), **norm})
         # Evaluation reads the training statistics (EvalCallback syncs them) and reports raw rewards.
         eval_env = VecNormalize(eval_env, training=False, **{**norm, "norm_reward": False})
-    try:
-        model = ALGOS[config.algo](config.policy, env, seed=seed, verbose=0, device="cpu", **config.algorithm_kwargs())
-    except (ValueError, TypeError) as error:
-        raise ZooError(f"bad hyperparameters for {config.algo} on {config.env_id}: {error}") from None
+    model = make_model(config, env, seed)
     model.set_logger(configure(str(run_dir), ["stdout", "csv", "tensorboard"] if verbose else ["csv", "tensorboard"]))
     frequency = eval_freq or max(config.n_timesteps // 20, 1)
     evaluation = TimedEvalCallback(
@@ -147,14 +109,13 @@ def train(
     start = time.perf_counter()
     model.learn(config.n_timesteps, callback=evaluation, progress_bar=progress_bar)
     seconds = time.perf_counter() - start - evaluation.eval_seconds
-    model_path = run_dir / f"{config.env_id}.zip"
+    model_path = run_dir / model_file(config.env_id)
     model.save(model_path)
     if isinstance(env, VecNormalize) and isinstance(eval_env, VecNormalize):
-        env.save(str(run_dir / VEC_NORMALIZE_FILE))
+        env.save(str(run_dir / VEC_NORMALIZE_PKL))
         eval_env.obs_rms = env.obs_rms
-    mean, std = evaluate_policy(model, eval_env, n_eval_episodes=final_eval_episodes, deterministic=True)
-    assert isinstance(mean, float)
-    assert isinstance(std, float)
+    rewards, _ = evaluate_episodes(model, eval_env, final_eval_episodes)
+    mean, std = float(np.mean(rewards)), float(np.std(rewards))
     env.close()
     eval_env.close()
     if verbose:
@@ -163,24 +124,7 @@ def train(
             f"episodes after {model.num_timesteps} steps ({seconds:.1f} s of training, evaluations excluded)"
         )
         print(f"saved {model_path}")
-    return TrainResult(run_dir, model_path, float(mean), float(std), model.num_timesteps, seconds)
-
-
-def load_model(path: Path | str, env_id: str | None = None) -> tuple[BaseAlgorithm, RunConfig | None]:
-    """A model saved by ``train`` and its config (read from config.yml beside it when present)."""
-    path = Path(path)
-    if not path.is_file():
-        raise ZooError(f"model file not found: {path}")
-    config_path = path.parent / CONFIG_FILE
-    config = RunConfig.from_data(yaml.safe_load(config_path.read_text())) if config_path.is_file() else None
-    algo_names = [config.algo] if config else list(ALGOS)
-    errors = []
-    for name in algo_names:
-        try:
-            return ALGOS[name].load(path, device="cpu"), config
-        except Exception as error:  # SB3 raises many kinds for a file that is not its zip
-            errors.append(f"{name}: {type(error).__name__}: {error}")
-    raise ZooError(f"{path} is not a model this zoo can load ({'; '.join(errors)[:300]})")
+    return TrainResult(run_dir, model_path, mean, std, model.num_timesteps, seconds)
 
 
 def build_parser() -> argparse.ArgumentParser:

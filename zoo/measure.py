@@ -1,0 +1,51 @@
+"""One run measured as the zoo benchmark reports it: a learning curve and a final score.
+
+Each run trains with the zoo's hyperparameters, evaluates every ``n_timesteps / CURVE_POINTS`` steps on
+``CURVE_EVAL_EPISODES`` deterministic episodes (the learning curve) and at the end on ``FINAL_EVAL_EPISODES``
+deterministic episodes (the final score). ``python -m zoo benchmark`` and ``benchmarks/tune_reinforce.py`` both
+measure through :func:`measured_run`, so their numbers compare.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from zoo.config import RunConfig
+from zoo.machine import cpu_model
+from zoo.runs import EVALUATIONS_FILE
+from zoo.train import TrainResult, train
+
+FINAL_EVAL_EPISODES = 20
+CURVE_EVAL_EPISODES = 5
+CURVE_POINTS = 20
+
+
+def measured_run(config: RunConfig, seed: int, log_folder: str, command: str) -> tuple[TrainResult, dict[str, Any]]:
+    """Train ``config`` as the benchmark measures it.
+
+    :return: the training result and the scores to record (final score, budget, wall-clock, curve, CPU).
+    """
+    result = train(
+        config,
+        seed=seed,
+        log_folder=log_folder,
+        eval_freq=max(config.n_timesteps // CURVE_POINTS, 1),
+        eval_episodes=CURVE_EVAL_EPISODES,
+        final_eval_episodes=FINAL_EVAL_EPISODES,
+        progress_bar=False,
+        verbose=0,
+        command=command,
+    )
+    curve = np.load(result.run_dir / EVALUATIONS_FILE)
+    return result, {
+        "n_timesteps": result.n_timesteps,
+        "mean_reward": result.mean_reward,
+        "std_reward": result.std_reward,
+        "eval_episodes": FINAL_EVAL_EPISODES,
+        "train_seconds": result.train_seconds,
+        "curve_timesteps": curve["timesteps"].tolist(),
+        "curve_mean_reward": curve["results"].mean(axis=1).tolist(),
+        "cpu": cpu_model(),
+    }
