@@ -1,0 +1,104 @@
+"""Constants and helpers of the Hub tests (the fixtures are in conftest.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from huggingface_hub import ModelCard, constants
+
+from sb3_reinforce import Reinforce
+from zoo.config import RunConfig
+from zoo.hub import PushResult, push_to_hub
+
+TOKEN = "hf_test_write_token"
+ENV_ID = "CartPole-v1"
+ROOT = Path(__file__).resolve().parents[2]
+PUSHED = {"README.md", "config.json", "config.yml", "model.safetensors", "reinforce-CartPole-v1.zip", "results.json"}
+HYPERPARAMS = {"learning_rate": 0.01, "n_episodes": 4, "policy_kwargs": {"net_arch": [16], "activation_fn": "tanh"}}
+
+
+def use_endpoint(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    """Point huggingface_hub, and so the zoo, at ``url``.
+
+    huggingface_hub reads HF_ENDPOINT into ``constants.ENDPOINT`` and its URL template once, when first imported
+    (possibly by another test module): the test re-reads it here. Both must change together: ``hf_hub_url`` swaps
+    the ``ENDPOINT`` prefix of the template, so patching one alone would send downloads to the real Hub.
+    """
+    monkeypatch.setenv("HF_ENDPOINT", url)
+    monkeypatch.setattr(constants, "ENDPOINT", url)
+    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", url + "/{repo_id}/resolve/{revision}/{filename}")
+
+
+def repo(name: str) -> str:
+    """A fresh repository id, so that tests do not depend on one another's pushes."""
+    return f"tester/{name}-{uuid.uuid4().hex[:8]}"
+
+
+def run_config(normalize: bool | dict[str, Any] = False) -> RunConfig:
+    return RunConfig.from_data(
+        {
+            "algo": "reinforce",
+            "env_id": ENV_ID,
+            "n_timesteps": 2000,
+            "n_envs": 4,
+            "normalize": normalize,
+            "hyperparams": HYPERPARAMS,
+        }
+    )
+
+
+def observations(n: int = 64) -> np.ndarray:
+    return np.random.default_rng(0).normal(size=(n, 4)).astype(np.float32) * np.array([1, 2, 0.2, 2], np.float32)
+
+
+def greedy(agent: Any, obs: np.ndarray) -> np.ndarray:
+    return np.asarray(agent.predict(obs, deterministic=True)[0])
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def push(model: Reinforce, repo_id: str, **kwargs: Any) -> PushResult:
+    options: dict[str, Any] = {"config": run_config(), "video_length": 40, **kwargs}
+    return push_to_hub(model, ENV_ID, repo_id, **options)
+
+
+def check_card(text: str, results: dict[str, Any], repo_id: str) -> None:
+    card = ModelCard(text)
+    data = card.data.to_dict()
+    assert data["library_name"] == "stable-baselines3"
+    assert {
+        "reinforcement-learning",
+        "stable-baselines3",
+        "deep-reinforcement-learning",
+        "sb3-reinforce",
+        ENV_ID,
+    } <= set(data["tags"])
+    result = data["model-index"][0]["results"][0]
+    assert result["dataset"]["type"] == result["dataset"]["name"] == ENV_ID
+    metric = result["metrics"][0]
+    assert metric["type"] == "mean_reward"
+    assert metric["value"] == f"{results['mean_reward']:.2f} +/- {results['std_reward']:.2f}"
+    assert f"| mean reward | {metric['value']} |" in card.text
+    assert f"python -m zoo enjoy --repo-id {repo_id}" in card.text
+    assert f'load_from_hub("{repo_id}")' in card.text
+    assert "python -m zoo train" in card.text
+    assert "| `learning_rate` | `0.01` |" in card.text
+
+
+def is_mp4(path: Path) -> int:
+    """The number of frames imageio reads back from a real MP4 (its 'ftyp' box checked first)."""
+    import imageio.v2 as imageio
+
+    assert path.read_bytes()[4:8] == b"ftyp"
+    reader: Any = imageio.get_reader(str(path), format="FFMPEG")
+    try:
+        return sum(1 for _ in reader)
+    finally:
+        reader.close()

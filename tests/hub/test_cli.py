@@ -1,0 +1,97 @@
+"""zoo.hub.cli: ``python -m zoo push``, ``enjoy`` and ``push-all`` in-process against the local server."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.hub.support import ENV_ID, PUSHED, check_card, repo
+from tests.hub_server import HubServer
+from zoo.errors import ZooError
+from zoo.hub import enjoy_main, package_agent, push_all_main, push_main
+
+
+def test_cli_push_and_enjoy(run_dir: Path, hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo_id = repo("cli")
+    assert (
+        push_main(
+            ["--model", str(run_dir / f"{ENV_ID}.zip"), "--env", ENV_ID, "--repo-id", repo_id, "--video-length", "20"]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert f"pushed {ENV_ID} agent to {hub.url}/{repo_id} at commit {hub.commits(repo_id)[-1].sha}" in out
+    card = hub.read(repo_id, "README.md").decode()
+    assert "python -m zoo train --env CartPole-v1 --seed 0 --n-timesteps 2000" in card
+
+    assert enjoy_main(["--repo-id", repo_id, "--episodes", "2"]) == 0
+    assert f"{repo_id}@{hub.commits(repo_id)[-1].sha[:12]} on {ENV_ID}: mean_reward " in capsys.readouterr().out
+    assert enjoy_main(["--repo-id", repo_id, "--episodes", "1", "--allow-pickle"]) == 0
+
+    hub.requests.clear()
+    assert (
+        push_main(
+            [
+                "--model",
+                str(run_dir),
+                "--env",
+                ENV_ID,
+                "--repo-id",
+                repo_id,
+                "--no-video",
+                "--dry-run",
+                str(tmp_path / "dry"),
+            ]
+        )
+        == 0
+    )
+    assert hub.requests == []
+    assert "dry run: wrote" in capsys.readouterr().out
+    assert {p.name for p in (tmp_path / "dry").iterdir()} == PUSHED
+
+
+def test_cli_help_states_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    for command, default in (
+        (push_main, "(default: 10)"),
+        (enjoy_main, "(default: 10)"),
+        (push_all_main, "(default: hub_cards)"),
+    ):
+        with pytest.raises(SystemExit) as exit_:
+            command(["--help"])
+        assert exit_.value.code == 0
+        assert default in " ".join(capsys.readouterr().out.split())
+
+
+def test_package_agent_and_push_all(
+    run_dir: Path, hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cards = tmp_path / "hub_cards"
+    result = package_agent(run_dir, ENV_ID, cards / ENV_ID, video_length=20)
+    assert result.folder == cards / ENV_ID
+    assert "ORG/reinforce-CartPole-v1" in (cards / ENV_ID / "README.md").read_text()
+    (cards / "template.md").write_text("not an agent")
+    (cards / "empty").mkdir()
+
+    hub.requests.clear()
+    assert push_all_main(["--org", "team", "--hub-cards", str(cards), "--dry-run"]) == 0
+    assert hub.requests == []
+    assert f"would push {cards / ENV_ID} to team/reinforce-CartPole-v1" in capsys.readouterr().out
+
+    org = f"team{uuid.uuid4().hex[:6]}"
+    assert push_all_main(["--org", org, "--hub-cards", str(cards)]) == 0
+    repo_id = f"{org}/reinforce-CartPole-v1"
+    files = hub.files(repo_id)
+    assert set(files) == PUSHED | {"replay.mp4", ".gitattributes"}
+    for name in files:
+        if name not in (".gitattributes", "README.md"):
+            assert hub.read(repo_id, name) == (cards / ENV_ID / name).read_bytes(), name
+    card = hub.read(repo_id, "README.md").decode()
+    check_card(card, json.loads((cards / ENV_ID / "results.json").read_text()), repo_id)
+
+    shutil.copy(cards / ENV_ID / "config.json", cards / "empty" / "config.json")  # incomplete: no weights
+    with pytest.raises(ZooError, match=r"1 of 2 agents were not pushed: empty"):
+        push_all_main(["--org", org, "--hub-cards", str(cards), "--dry-run"])

@@ -1,0 +1,104 @@
+"""zoo.hub.client: user errors as one line, retries of transient failures, files checked on download."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+from pathlib import Path
+
+import pytest
+from huggingface_hub import HfApi
+
+from sb3_reinforce import Reinforce
+from tests.hub.support import TOKEN, push, repo, use_endpoint
+from tests.hub_server import HubServer
+from zoo.errors import ZooError
+from zoo.hub import client, load_from_hub
+
+
+def test_unknown_repo_revision_or_file(published: str, hub: HubServer) -> None:
+    with pytest.raises(ZooError, match=r"repository tester/missing not found"):
+        load_from_hub("tester/missing")
+    with pytest.raises(ZooError, match=r"revision 'no-such-branch' not found"):
+        load_from_hub(published, revision="no-such-branch")
+    readme_only = repo("readme-only")
+    api = HfApi(endpoint=hub.url, token=TOKEN)
+    api.create_repo(readme_only)
+    api.upload_file(path_or_fileobj=b"---\nlicense: mit\n---\nhello\n", path_in_repo="README.md", repo_id=readme_only)
+    with pytest.raises(ZooError, match=r"has no config\.json: it is not an agent pushed by"):
+        load_from_hub(readme_only)
+    with pytest.raises(ZooError, match=r"invalid repo id"):
+        load_from_hub("not a repo")
+
+
+def test_missing_or_rejected_token(
+    model: Reinforce, published: str, hub: HubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HF_TOKEN")
+    hub.requests.clear()
+    with pytest.raises(ZooError, match=r"no Hugging Face token"):
+        push(model, repo("no-token"), record_video=False)
+    assert hub.requests == []
+    monkeypatch.setenv("HF_TOKEN", "hf_wrong")
+    with pytest.raises(ZooError, match=r"rejected the token \(401"):
+        push(model, repo("bad-token"), record_video=False)
+    with pytest.raises(ZooError, match=r"rejected the token \(401"):
+        load_from_hub(published)
+
+
+def test_unreachable_hub_is_retried_then_reported(
+    model: Reinforce, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    with socket.socket() as probe:  # a port where nothing listens
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    use_endpoint(monkeypatch, dead)
+    with caplog.at_level(logging.WARNING, logger="zoo.hub"):
+        with pytest.raises(ZooError, match=r"could not reach the Hub at http://127\.0\.0\.1:\d+ after 4 attempts"):
+            push(model, repo("down"), record_video=False)
+        retries = [r for r in caplog.records if "retrying" in r.getMessage()]
+        assert len(retries) == client.RETRY_ATTEMPTS - 1
+        with pytest.raises(ZooError, match=r"could not reach the Hub .* not in the local cache"):
+            load_from_hub("tester/anything", cache_dir=tmp_path / "empty-cache")
+
+
+def test_transient_errors_are_retried(model: Reinforce, hub: HubServer) -> None:
+    repo_id = repo("flaky")
+    hub.fail_next(2, status=503)
+    result = push(model, repo_id, record_video=False)
+    assert len(hub.commits(repo_id)) == 2
+    assert hub.commits(repo_id)[-1].sha == result.commit
+    hub.fail_next(1, status=502)
+    assert load_from_hub(repo_id, device="cpu").revision == result.commit
+
+
+def test_tampered_truncated_or_mismatched_files(published: str, hub: HubServer, hub_env: Path) -> None:
+    api = HfApi(endpoint=hub.url, token=TOKEN)
+    weights = hub.read(published, "model.safetensors")
+    config = json.loads(hub.read(published, "config.json"))
+
+    truncated = repo("truncated")
+    api.create_repo(truncated)
+    api.upload_file(path_or_fileobj=hub.read(published, "config.json"), path_in_repo="config.json", repo_id=truncated)
+    api.upload_file(path_or_fileobj=weights[:-50], path_in_repo="model.safetensors", repo_id=truncated)
+    with pytest.raises(ZooError, match=r"model\.safetensors is corrupt or was modified"):
+        load_from_hub(truncated)
+
+    mismatched = repo("mismatched")
+    config["policy_kwargs"]["net_arch"] = [32]
+    api.create_repo(mismatched)
+    api.upload_file(path_or_fileobj=json.dumps(config).encode(), path_in_repo="config.json", repo_id=mismatched)
+    api.upload_file(path_or_fileobj=weights, path_in_repo="model.safetensors", repo_id=mismatched)
+    with pytest.raises(ZooError, match=r"does not match the model that config\.json describes: .* is \(16, 4\)"):
+        load_from_hub(mismatched)
+
+    api.upload_file(path_or_fileobj=b'{"format": "sb3-rein', path_in_repo="config.json", repo_id=mismatched)
+    with pytest.raises(ZooError, match=r"config\.json is not valid JSON"):
+        load_from_hub(mismatched)
+
+    agent = load_from_hub(published)  # a good download, then its cached copy is damaged on disk
+    cached = (agent.local_dir / "model.safetensors").resolve()
+    cached.write_bytes(cached.read_bytes()[:100])
+    with pytest.raises(ZooError, match=r"corrupt or was modified"):
+        load_from_hub(published)

@@ -1,0 +1,85 @@
+"""The model card of a packaged agent, rendered from ``hub_cards/template.md`` with ``ModelCard.from_template``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+from zoo.agent_format import read_config, read_json
+from zoo.algos import ALGOS
+from zoo.hub.layout import CARD_FILE, RESULTS_FILE, VIDEO_FILE, repo_name
+
+# hub_cards/template.md, reached through the package: zoo/model_card_template.md links to it in the repository,
+# and a wheel carries it as a plain copy, so installed users render the same card.
+TEMPLATE_PATH = Path(__file__).resolve().parent.parent / "model_card_template.md"
+TAGS = ["reinforcement-learning", "stable-baselines3", "deep-reinforcement-learning", "sb3-reinforce"]
+
+
+def format_metric(mean: float, std: float) -> str:
+    """The model-index value: "500.00 +/- 0.00"."""
+    return f"{mean:.2f} +/- {std:.2f}"
+
+
+def human_size(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "kB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    raise AssertionError("unreachable")
+
+
+def render_card(folder: Path, repo_id: str, template_path: Path | None = None) -> str:
+    """The model card of a packaged folder, from the very files that are uploaded with it."""
+    config = read_config(folder)
+    results = read_json(folder / RESULTS_FILE)
+    env_id, algo = config["env_id"], config["algo"]
+    metric = format_metric(results["mean_reward"], results["std_reward"])
+    card_data = ModelCardData(
+        library_name="stable-baselines3",
+        tags=[*TAGS, env_id],
+        model_name=repo_name(algo, env_id),
+        eval_results=[
+            EvalResult(
+                task_type="reinforcement-learning",
+                task_name="reinforcement-learning",
+                dataset_type=env_id,
+                dataset_name=env_id,
+                metric_type="mean_reward",
+                metric_name="mean_reward",
+                metric_value=metric,
+            )
+        ],
+    )
+    files = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != CARD_FILE)
+    versions = config.get("versions", {})
+    normalize = config.get("normalize") or False
+    card = ModelCard.from_template(
+        card_data,
+        template_path=str(template_path or TEMPLATE_PATH),
+        repo_id=repo_id,
+        env_id=env_id,
+        algo=algo,
+        algo_class_name=ALGOS[algo].__name__ if algo in ALGOS else algo,
+        metric_value=metric,
+        n_eval_episodes=results["n_eval_episodes"],
+        deterministic=results.get("deterministic", True),
+        eval_seed=results.get("eval_seed"),
+        eval_date=results.get("date"),
+        num_timesteps=config.get("num_timesteps"),
+        has_video=VIDEO_FILE in files,
+        train_command=config.get("train_command") or "",
+        zip_name=config.get("sb3_zip", {}).get("file", ""),
+        policy=config.get("policy"),
+        policy_kwargs=json.dumps(config.get("policy_kwargs") or {}, sort_keys=True),
+        env_kwargs=json.dumps(config.get("env_kwargs") or {}, sort_keys=True),
+        normalize=json.dumps(normalize, sort_keys=True) if normalize else "",
+        n_envs=config.get("n_envs"),
+        hyperparams=[(name, json.dumps(value)) for name, value in sorted(config.get("hyperparams", {}).items())],
+        files=[(name, human_size((folder / name).stat().st_size)) for name in files],
+        versions=sorted(versions.items()),
+        versions_map=versions,
+    )
+    return str(card)

@@ -1,0 +1,189 @@
+"""``python -m zoo push``, ``python -m zoo enjoy`` and ``python -m zoo push-all``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from zoo.agent_format import CONFIG_JSON, read_config
+from zoo.errors import ZooError
+from zoo.evaluate import DEFAULT_EVAL_SEED
+from zoo.hub import client
+from zoo.hub.card import format_metric, human_size, render_card
+from zoo.hub.layout import repo_name
+from zoo.hub.package import MIN_EVAL_EPISODES, verify_package
+from zoo.hub.pull import load_from_hub
+from zoo.hub.push import push_folder, push_run
+from zoo.hub.video import DEFAULT_VIDEO_LENGTH
+
+HUB_CARDS_DIR = Path("hub_cards")
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """States every real default; required options and flags (default None/False) say theirs in words."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if action.required or action.default is None or action.default is False:
+            return action.help or ""
+        return super()._get_help_string(action) or ""
+
+
+def _parser(prog: str, description: str) -> argparse.ArgumentParser:
+    return argparse.ArgumentParser(prog=prog, description=description, formatter_class=_HelpFormatter)
+
+
+def _print_warnings(warnings: list[str]) -> None:
+    for message in warnings:
+        print(f"warning: {message}", file=sys.stderr)
+
+
+def _describe_files(files: dict[str, int]) -> str:
+    return ", ".join(f"{name} ({human_size(size)})" for name, size in sorted(files.items()))
+
+
+def push_main(argv: list[str]) -> int:
+    parser = _parser(
+        "python -m zoo push",
+        "Evaluate an agent, record a replay, render its model card and upload it "
+        "to the Hugging Face Hub in one commit (token: HF_TOKEN or `hf auth login`).",
+    )
+    parser.add_argument(
+        "--model",
+        required=True,
+        help="the model zip written by `zoo train` (or its run folder); "
+        "config.yml, vecnormalize.pkl and command.txt are read from the same folder",
+    )
+    parser.add_argument("--env", required=True, help="Gymnasium env id the agent plays")
+    parser.add_argument("--repo-id", required=True, help="target repository, ORG/NAME")
+    parser.add_argument("--private", action="store_true", help="create the repository private (default: public)")
+    parser.add_argument("--commit-message", default=None, help="commit message (default: agent and mean reward)")
+    parser.add_argument(
+        "--dry-run",
+        metavar="DIR",
+        default=None,
+        help="write the folder that would be uploaded to DIR and touch no network (default: push)",
+    )
+    parser.add_argument(
+        "--n-eval-episodes",
+        type=int,
+        default=MIN_EVAL_EPISODES,
+        help=f"deterministic evaluation episodes (>= {MIN_EVAL_EPISODES})",
+    )
+    parser.add_argument("--eval-seed", type=int, default=DEFAULT_EVAL_SEED, help="seed of the evaluation env")
+    parser.add_argument("--video-length", type=int, default=DEFAULT_VIDEO_LENGTH, help="most frames in replay.mp4")
+    parser.add_argument("--no-video", action="store_true", help="do not record replay.mp4 (default: record it)")
+    args = parser.parse_args(argv)
+    result = push_run(
+        args.model,
+        args.env,
+        args.repo_id,
+        private=args.private,
+        commit_message=args.commit_message,
+        dry_run_dir=args.dry_run,
+        n_eval_episodes=args.n_eval_episodes,
+        record_video=not args.no_video,
+        video_length=args.video_length,
+        eval_seed=args.eval_seed,
+    )
+    _print_warnings(result.warnings)
+    metric = format_metric(result.results["mean_reward"], result.results["std_reward"])
+    if result.folder is not None:
+        print(
+            f"dry run: wrote {result.folder} for {args.repo_id} (mean_reward {metric}): {_describe_files(result.files)}"
+        )
+    else:
+        print(
+            f"pushed {args.env} agent to {result.url} at commit {result.commit} (mean_reward {metric}): "
+            f"{_describe_files(result.files)}"
+        )
+        if result.deleted:
+            print(f"removed files of the previous push: {', '.join(result.deleted)}")
+    return 0
+
+
+def enjoy_main(argv: list[str]) -> int:
+    parser = _parser(
+        "python -m zoo enjoy",
+        "Download an agent from the Hugging Face Hub (pickle-free unless "
+        "--allow-pickle), evaluate it and print mean +/- std reward.",
+    )
+    parser.add_argument("--repo-id", required=True, help="repository, ORG/NAME")
+    parser.add_argument("--revision", default=None, help="branch, tag or commit sha (default: main)")
+    parser.add_argument("--episodes", type=int, default=10, help="evaluation episodes")
+    parser.add_argument("--render", action="store_true", help="show the episodes in a window (default: no window)")
+    parser.add_argument(
+        "--allow-pickle",
+        action="store_true",
+        help="load the SB3 zip, which unpickles code: only for repositories you trust (default: "
+        "rebuild from config.json + model.safetensors)",
+    )
+    parser.add_argument("--env", default=None, help="evaluate on this env id (default: the agent's own)")
+    parser.add_argument("--stochastic", action="store_true", help="sample actions (default: greedy actions)")
+    parser.add_argument("--seed", type=int, default=DEFAULT_EVAL_SEED, help="seed of the evaluation env")
+    parser.add_argument("--device", default="auto", help="torch device")
+    args = parser.parse_args(argv)
+    if args.episodes < 1:
+        raise ZooError(f"--episodes must be >= 1, got {args.episodes}")
+    agent = load_from_hub(args.repo_id, args.revision, allow_pickle=args.allow_pickle, device=args.device)
+    mean, std = agent.evaluate(
+        args.episodes, deterministic=not args.stochastic, env_id=args.env, seed=args.seed, render=args.render
+    )
+    mode = "stochastic" if args.stochastic else "deterministic"
+    print(
+        f"{args.repo_id}@{agent.revision[:12]} on {args.env or agent.env_id}: mean_reward "
+        f"{format_metric(mean, std)} over {args.episodes} {mode} episodes"
+    )
+    return 0
+
+
+def packaged_folders(root: Path) -> list[Path]:
+    """The agent folders under ``root`` (each holding a config.json), sorted."""
+    if not root.is_dir():
+        raise ZooError(f"{root} is not a folder")
+    return sorted(p for p in root.iterdir() if p.is_dir() and (p / CONFIG_JSON).is_file())
+
+
+def push_all_main(argv: list[str]) -> int:
+    parser = _parser(
+        "python -m zoo push-all",
+        "Push every packaged agent folder under hub_cards/ (those with a "
+        "config.json) to ORG/<algo>-<env id>, e.g. ORG/reinforce-CartPole-v1.",
+    )
+    parser.add_argument("--org", required=True, help="user or organization that receives the repositories")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check the folders and list what would be pushed, touching no network (default: push)",
+    )
+    parser.add_argument("--hub-cards", default=str(HUB_CARDS_DIR), help="folder of packaged agents")
+    parser.add_argument("--private", action="store_true", help="create the repositories private (default: public)")
+    parser.add_argument("--commit-message", default=None, help="commit message (default: agent and mean reward)")
+    args = parser.parse_args(argv)
+    try:
+        client.check_repo_id(f"{args.org}/x")
+    except ZooError:
+        raise ZooError(f"invalid --org {args.org!r}: a user or organization name, without '/'") from None
+    folders = packaged_folders(Path(args.hub_cards))
+    if not folders:
+        raise ZooError(f"no packaged agents (folders with a {CONFIG_JSON}) under {args.hub_cards}")
+    failures: list[str] = []
+    for folder in folders:
+        try:
+            config = read_config(folder)
+            repo_id = f"{args.org}/{repo_name(config['algo'], config['env_id'])}"
+            if args.dry_run:
+                verify_package(folder)
+                render_card(folder, repo_id)
+                files = {p.name: p.stat().st_size for p in folder.iterdir() if p.is_file()}
+                print(f"would push {folder} to {repo_id}: {_describe_files(files)}")
+                continue
+            result = push_folder(folder, repo_id, private=args.private, commit_message=args.commit_message)
+            _print_warnings(result.warnings)
+            print(f"pushed {folder} to {result.url} at commit {result.commit}")
+        except ZooError as error:
+            print(f"error: {folder}: {error}", file=sys.stderr)
+            failures.append(folder.name)
+    if failures:
+        raise ZooError(f"{len(failures)} of {len(folders)} agents were not pushed: {', '.join(failures)}")
+    return 0

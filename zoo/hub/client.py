@@ -1,0 +1,261 @@
+"""The zoo's only user of the Hub's API: repo-id checks, token, one-commit upload, download, and errors.
+
+Errors a user can cause (unknown repo, revision or file, no or rejected token, the Hub out of reach after a few
+retries) become :class:`zoo.errors.ZooError` with one line. The endpoint and the cache are huggingface_hub's
+(``HF_ENDPOINT`` and ``HF_HUB_CACHE`` as it read them) unless a caller passes its own.
+
+huggingface_hub retries file transfers itself, but not its API calls (create the repo, read its info, commit,
+list a revision), so a whole operation is retried here on a transient failure: a network error or HTTP 408, 429
+or 5xx.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import logging
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, constants, get_token, snapshot_download
+from huggingface_hub.errors import (
+    GatedRepoError,
+    HfHubHTTPError,
+    LocalEntryNotFoundError,
+    OfflineModeIsEnabled,
+    RemoteEntryNotFoundError,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
+from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+from zoo.errors import ZooError, first_line
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Network retries: attempts in all, and the first wait (doubled after each failure). Tests make them fast.
+RETRY_ATTEMPTS = 4
+RETRY_BACKOFF_S = 1.0
+TRANSIENT_STATUS = {408, 429, 500, 502, 503, 504}
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """Connection, timeout and protocol errors of the HTTP client huggingface_hub uses (httpx2 in 2.x, httpx in
+    1.x, requests before): already imported by huggingface_hub, so looked up rather than imported."""
+    names = {
+        "httpx2": ("TimeoutException", "NetworkError", "RemoteProtocolError"),
+        "httpx": ("TimeoutException", "NetworkError", "RemoteProtocolError"),
+        "requests": ("ConnectionError", "Timeout"),
+    }
+    errors: list[type[BaseException]] = [ConnectionError, TimeoutError]
+    for module_name, classes in names.items():
+        module = sys.modules.get(module_name)
+        errors += [getattr(module, name) for name in classes if module is not None and hasattr(module, name)]
+    return tuple(errors)
+
+
+TRANSPORT_ERRORS = _transport_errors()
+
+
+def endpoint(explicit: str | None = None) -> str:
+    """The Hub to talk to: ``explicit``, else huggingface_hub's (``HF_ENDPOINT``)."""
+    return (explicit or constants.ENDPOINT).rstrip("/")
+
+
+def check_repo_id(repo_id: str) -> None:
+    """``repo_id`` must be ORG/NAME as huggingface_hub validates it."""
+    try:
+        if repo_id.count("/") != 1:
+            raise HFValidationError("no namespace")
+        validate_repo_id(repo_id)
+    except HFValidationError:
+        raise ZooError(f"invalid repo id {repo_id!r}: expected ORG/NAME (letters, digits, '.', '_', '-')") from None
+
+
+# --------------------------------------------------------------------------------------------------------- errors
+
+
+def _is_transient(error: BaseException) -> bool:
+    if isinstance(error, OfflineModeIsEnabled):
+        return False
+    if isinstance(error, HfHubHTTPError):
+        response = getattr(error, "response", None)
+        return response is not None and response.status_code in TRANSIENT_STATUS
+    if isinstance(error, LocalEntryNotFoundError):
+        # snapshot_download reports "Hub unreachable and nothing cached" this way, the network error as cause.
+        return error.__cause__ is not None and _is_transient(error.__cause__)
+    return isinstance(error, TRANSPORT_ERRORS)
+
+
+def retrying(action: Callable[[], T], what: str) -> T:
+    """``action()``, retried with exponential backoff on transient network errors (the last one propagates)."""
+    delay = RETRY_BACKOFF_S
+    for attempt in range(1, RETRY_ATTEMPTS + 1):
+        try:
+            return action()
+        except Exception as error:
+            if attempt == RETRY_ATTEMPTS or not _is_transient(error):
+                raise
+            logger.warning(
+                "%s: %s (attempt %d of %d); retrying in %.2g s",
+                what,
+                first_line(error),
+                attempt,
+                RETRY_ATTEMPTS,
+                delay,
+            )
+            time.sleep(delay)
+            delay *= 2
+    raise AssertionError("unreachable")
+
+
+def _rejected_token(what: str, hub: str) -> ZooError:
+    return ZooError(
+        f"{what}: the Hub at {hub} rejected the token (401 Unauthorized); set a valid HF_TOKEN or run `hf auth login`"
+    )
+
+
+@contextlib.contextmanager
+def hub_errors(
+    what: str, *, repo_id: str, hub: str, revision: str | None = None, cache_dir: str | None = None
+) -> Iterator[None]:
+    """Turn huggingface_hub's and the network's exceptions into one-line ZooErrors."""
+    try:
+        yield
+    except ZooError:
+        raise
+    except GatedRepoError:
+        raise ZooError(f"{what}: {repo_id} is gated and this token has not been granted access") from None
+    except RepositoryNotFoundError:
+        raise ZooError(
+            f"{what}: repository {repo_id} not found on {hub} (or it is private and the token cannot read it)"
+        ) from None
+    except RevisionNotFoundError:
+        raise ZooError(f"{what}: revision {revision!r} not found in {repo_id}") from None
+    except RemoteEntryNotFoundError as error:
+        raise ZooError(f"{what}: file not found in {repo_id}: {first_line(error)}") from None
+    except (OfflineModeIsEnabled, LocalEntryNotFoundError) as error:
+        if constants.is_offline_mode() or isinstance(error, OfflineModeIsEnabled):
+            raise ZooError(
+                f"{what}: {repo_id}@{revision or 'main'} is not (completely) in the local cache {cache_dir} and "
+                "HF_HUB_OFFLINE is set; download it once online"
+            ) from None
+        cause = error.__cause__ or error
+        raise ZooError(
+            f"{what}: could not reach the Hub at {hub} after {RETRY_ATTEMPTS} attempts and "
+            f"{repo_id} is not in the local cache ({first_line(cause)})"
+        ) from None
+    except HfHubHTTPError as error:
+        status = error.response.status_code if getattr(error, "response", None) is not None else None
+        if status == 401:
+            raise _rejected_token(what, hub) from None
+        if status == 403:
+            raise ZooError(
+                f"{what}: the token may not write to {repo_id} (403 Forbidden); use a token with write "
+                "access to that namespace"
+            ) from None
+        if status in TRANSIENT_STATUS:
+            raise ZooError(
+                f"{what}: the Hub at {hub} kept failing ({status}) after {RETRY_ATTEMPTS} attempts; try again later"
+            ) from None
+        raise ZooError(f"{what}: the Hub answered HTTP {status}: {first_line(error)}") from None
+    except ValueError as error:  # huggingface_hub's checks: repo id syntax, README metadata the Hub refused...
+        raise ZooError(f"{what}: {first_line(error)}") from None
+    except TRANSPORT_ERRORS as error:
+        raise ZooError(
+            f"{what}: could not reach the Hub at {hub} after {RETRY_ATTEMPTS} attempts ({first_line(error)})"
+        ) from None
+
+
+# ----------------------------------------------------------------------------------------------------------- token
+
+
+def login(token: str | None, hub: str, what: str) -> str:
+    """The token to write with (``token``, else HF_TOKEN or the stored login), checked before a long evaluation.
+
+    Only a 401 fails here; any other problem is left to the upload (with its retries), since /whoami-v2 is strictly
+    rate limited and a refusal there says nothing about the push.
+    """
+    token = token or get_token()
+    if not token:
+        raise ZooError("no Hugging Face token: set HF_TOKEN or run `hf auth login` (a token with write access)")
+    try:
+        HfApi(endpoint=hub, token=token).whoami()
+    except HfHubHTTPError as error:
+        if getattr(error, "response", None) is not None and error.response.status_code == 401:
+            raise _rejected_token(what, hub) from None
+        logger.debug("token check skipped: %s", first_line(error))
+    except Exception as error:  # network trouble: reported, after retries, by the upload itself
+        logger.debug("token check skipped: %s", first_line(error))
+    return token
+
+
+# ----------------------------------------------------------------------------------------------- commit, download
+
+
+def commit_folder(
+    folder: Path,
+    repo_id: str,
+    *,
+    token: str,
+    private: bool,
+    commit_message: str,
+    hub: str,
+    managed: Iterable[str],
+) -> tuple[str, list[str], list[str]]:
+    """Upload the files of ``folder`` as one commit that also deletes the repository's files matching a
+    ``managed`` pattern that ``folder`` no longer has; return (commit sha, deleted, warnings)."""
+    api = HfApi(endpoint=hub, token=token)
+    names = sorted(p.name for p in folder.iterdir() if p.is_file())
+    patterns = tuple(managed)
+    warnings: list[str] = []
+
+    def stale(path: str) -> bool:
+        return path not in names and "/" not in path and any(fnmatch.fnmatchcase(path, p) for p in patterns)
+
+    def attempt() -> tuple[str, list[str]]:
+        api.create_repo(repo_id, private=private, exist_ok=True)
+        info = api.model_info(repo_id)
+        existing = [sibling.rfilename for sibling in info.siblings or []]
+        if private and info.private is False and not warnings:
+            warnings.append(f"{repo_id} already exists and is public; --private does not change an existing repo")
+        deleted = sorted(path for path in existing if stale(path))
+        operations: list[CommitOperationAdd | CommitOperationDelete] = [
+            CommitOperationAdd(path_in_repo=name, path_or_fileobj=str(folder / name)) for name in names
+        ]
+        operations += [CommitOperationDelete(path_in_repo=path) for path in deleted]
+        # parent_commit: if someone else committed since model_info, the Hub refuses instead of mixing pushes.
+        commit = api.create_commit(repo_id, operations, commit_message=commit_message, parent_commit=info.sha)
+        return str(commit.oid), deleted
+
+    with hub_errors(f"push to {repo_id}", repo_id=repo_id, hub=hub):
+        sha, deleted = retrying(attempt, f"push to {repo_id}")
+    return sha, deleted, warnings
+
+
+def download(
+    repo_id: str,
+    revision: str | None,
+    patterns: list[str],
+    *,
+    cache_dir: str | Path | None,
+    token: str | None,
+    hub: str,
+) -> Path:
+    """The snapshot folder of ``repo_id@revision`` (its files matching ``patterns``), through the HF cache."""
+    cache = str(cache_dir or constants.HF_HUB_CACHE)
+    what = f"download {repo_id}"
+    with hub_errors(what, repo_id=repo_id, hub=hub, revision=revision, cache_dir=cache):
+        return Path(
+            retrying(
+                lambda: snapshot_download(
+                    repo_id, revision=revision, allow_patterns=patterns, cache_dir=cache, token=token, endpoint=hub
+                ),
+                what,
+            )
+        )

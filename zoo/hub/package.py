@@ -1,0 +1,195 @@
+"""The folder a push uploads (:mod:`zoo.hub.layout`), built the same way for a push, a dry run and ``push-all``.
+
+Evaluation comes first, so an agent that does not fit its env fails before anything is written; then the SB3 zip,
+the pickle-free files (:mod:`zoo.agent_format`, checked by rebuilding the model and comparing its actions),
+results.json, config.yml, the replay and the model card.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import shlex
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from stable_baselines3.common.base_class import BaseAlgorithm
+
+from zoo.agent_format import CONFIG_JSON, WEIGHTS_FILE, load_agent, read_config, save_agent, sha256_file, write_json
+from zoo.algos import algo_name, hyperparams_from_model, policy_alias
+from zoo.config import RunConfig
+from zoo.errors import ZooError, first_line
+from zoo.evaluate import evaluate_episodes, make_eval_env
+from zoo.hub.card import render_card
+from zoo.hub.layout import CARD_FILE, RESULTS_FILE, VIDEO_FILE, repo_name
+from zoo.hub.video import record_replay
+from zoo.normalization import VecNormalizeStats
+from zoo.runs import CONFIG_YML, VEC_NORMALIZE_PKL
+
+logger = logging.getLogger(__name__)
+
+MIN_EVAL_EPISODES = 10
+
+
+def run_config_of(
+    config: RunConfig | dict[str, Any] | None, model: BaseAlgorithm, env_id: str, stats: VecNormalizeStats | None
+) -> tuple[RunConfig, int | None]:
+    """The run's configuration and seed from what a caller of ``push_to_hub`` gave: a RunConfig (the seed is the
+    model's), config.yml data (validated; its seed), or None (synthesized from the model)."""
+    if isinstance(config, RunConfig):
+        run, seed = config, model.seed
+    elif isinstance(config, dict):
+        run, seed = RunConfig.from_data(config), config.get("seed")
+    elif config is None:
+        run = RunConfig(
+            algo=algo_name(model),
+            env_id=env_id,
+            n_timesteps=int(model.num_timesteps) or 1,
+            n_envs=int(model.n_envs or 1),
+            policy=policy_alias(model),
+            normalize=stats.settings() if stats is not None else False,
+            env_kwargs={},
+            hyperparams=hyperparams_from_model(model),
+        )
+        seed = model.seed
+    else:
+        raise ZooError(f"config must be a RunConfig, a config.yml mapping or None, got {type(config).__name__}")
+    if run.env_id != env_id:
+        raise ZooError(f"the agent's config is for {run.env_id!r}, not {env_id!r}")
+    if run.algo != algo_name(model):
+        raise ZooError(f"the agent's config is for {run.algo!r}, the model is {algo_name(model)!r}")
+    return run, seed
+
+
+def _check_round_trip(folder: Path, model: BaseAlgorithm) -> None:
+    """Rebuild the model from the pickle-free files and compare its greedy actions with the original's."""
+    rebuilt, _, _ = load_agent(folder, device=model.device)
+    space = copy.deepcopy(model.observation_space)  # seeding the model's own space would change its samples
+    space.seed(0)
+    observations = [space.sample() for _ in range(32)]
+    batch: Any
+    if isinstance(observations[0], dict):
+        batch = {key: np.stack([obs[key] for obs in observations]) for key in observations[0]}
+    else:
+        batch = np.stack(observations)
+    expected, _ = model.predict(batch, deterministic=True)
+    actual, _ = rebuilt.predict(batch, deterministic=True)
+    if not np.allclose(np.asarray(expected, dtype=np.float64), np.asarray(actual, dtype=np.float64), atol=1e-6):
+        raise ZooError(
+            "the pickle-free copy (config.json + model.safetensors) does not act like the model; "
+            "this is a bug in zoo.agent_format, please report it"
+        )
+
+
+def build_package(
+    folder: Path,
+    model: BaseAlgorithm,
+    repo_id: str,
+    *,
+    config: RunConfig,
+    seed: int | None,
+    stats: VecNormalizeStats | None,
+    env_kwargs: dict[str, Any] | None,
+    n_eval_episodes: int,
+    eval_seed: int,
+    train_command: str | None,
+    record_video: bool,
+    video_length: int,
+    template_path: Path | None,
+) -> list[str]:
+    """Write every file of a push of ``model`` (trained as ``config`` says) into the empty ``folder``; return
+    warnings (a replay that failed)."""
+    env_id = config.env_id
+    if config.normalize and stats is None:
+        raise ZooError(
+            f"{env_id}: the config normalizes observations/rewards (normalize: {config.normalize!r}) but "
+            f"no VecNormalize statistics were given ({VEC_NORMALIZE_PKL} beside the model)"
+        )
+    env_kwargs = dict(env_kwargs if env_kwargs is not None else config.env_kwargs)
+    algo = algo_name(model)
+    command = (train_command or "").strip() or shlex.join(
+        ["python", "-m", "zoo", "train", "--algo", algo, "--env", env_id]
+        + (["--seed", str(seed)] if seed is not None else [])
+    )
+
+    # Evaluation comes first: an agent that does not fit the env fails before anything is written or sent.
+    env = make_eval_env(model, env_id, env_kwargs, stats, seed=eval_seed)
+    try:
+        rewards, lengths = evaluate_episodes(model, env, n_eval_episodes)
+    finally:
+        env.close()
+    results = {
+        "env_id": env_id,
+        "mean_reward": float(np.mean(rewards)),
+        "std_reward": float(np.std(rewards)),
+        "n_eval_episodes": n_eval_episodes,
+        "deterministic": True,
+        "eval_seed": eval_seed,
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "episode_rewards": rewards,
+        "episode_lengths": lengths,
+    }
+
+    zip_path = folder / f"{repo_name(algo, env_id)}.zip"
+    model.save(zip_path)
+    extra = {
+        "train_command": command,
+        "seed": seed,
+        "sb3_zip": {"file": zip_path.name, "size": zip_path.stat().st_size, "sha256": sha256_file(zip_path)},
+    }
+    save_agent(
+        folder,
+        model,
+        env_id=env_id,
+        env_kwargs=env_kwargs,
+        vec_normalize=stats,
+        hyperparams_fallback=config.hyperparams,
+        extra=extra,
+    )
+    _check_round_trip(folder, model)
+    write_json(folder / RESULTS_FILE, results)
+    (folder / CONFIG_YML).write_text(yaml.safe_dump(config.to_data(seed), sort_keys=False), encoding="utf-8")
+
+    warnings: list[str] = []
+    if record_video:
+        try:
+            record_replay(
+                model, env_id, env_kwargs, stats, folder / VIDEO_FILE, max_frames=video_length, seed=eval_seed
+            )
+        except Exception as error:  # the video is a nicety: any failure costs it, never the push
+            message = f"no {VIDEO_FILE}: recording the replay failed ({first_line(error)})"
+            logger.warning(message)
+            warnings.append(message)
+    (folder / CARD_FILE).write_text(render_card(folder, repo_id, template_path), encoding="utf-8")
+    return warnings
+
+
+def sb3_zip(folder: Path, config: dict[str, Any], missing: str) -> Path:
+    """The SB3 zip that ``config`` (config.json) names, checked against its sha256; ``missing`` if absent."""
+    zip_info = config.get("sb3_zip") or {}
+    path = folder / str(zip_info.get("file", ""))
+    if not zip_info or not path.is_file():
+        raise ZooError(missing.format(file=zip_info.get("file")))
+    if sha256_file(path) != zip_info.get("sha256"):
+        raise ZooError(f"{path} does not match the sha256 in {CONFIG_JSON}: corrupt or modified")
+    return path
+
+
+def verify_package(folder: Path) -> dict[str, Any]:
+    """Check a packaged folder (files present, hashes, weights loadable); return its config.json."""
+    config = read_config(folder)
+    for name in (WEIGHTS_FILE, RESULTS_FILE, CONFIG_YML):
+        if not (folder / name).is_file():
+            raise ZooError(f"{folder} is not a complete agent package: {name} is missing")
+    sb3_zip(folder, config, f"{folder} is not a complete agent package: the SB3 zip {{file!r}} is missing")
+    load_agent(folder, device="cpu", config=config)
+    return config
+
+
+def inventory(folder: Path) -> tuple[dict[str, int], dict[str, str]]:
+    """Every file's size and sha256."""
+    files = sorted(p for p in folder.iterdir() if p.is_file())
+    return {p.name: p.stat().st_size for p in files}, {p.name: sha256_file(p) for p in files}

@@ -1,0 +1,218 @@
+"""Publishing: :func:`push_to_hub` (a model), :func:`push_folder` (a packaged folder as is) and
+:func:`package_agent` (a ``zoo train`` run, packaged for a later push). All three stage the folder, take its
+inventory and either move it into place (a dry run) or upload it in one commit, through :func:`_deliver`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.vec_env import VecNormalize
+
+from zoo.agent_format import read_config, read_json
+from zoo.algos import algo_name
+from zoo.config import RunConfig
+from zoo.errors import ZooError
+from zoo.evaluate import DEFAULT_EVAL_SEED
+from zoo.folders import move_into_place, staging
+from zoo.hub import client
+from zoo.hub.card import format_metric, render_card
+from zoo.hub.layout import CARD_FILE, MANAGED_PATTERNS, RESULTS_FILE, repo_name
+from zoo.hub.package import MIN_EVAL_EPISODES, build_package, inventory, run_config_of, verify_package
+from zoo.hub.video import DEFAULT_VIDEO_LENGTH
+from zoo.normalization import VecNormalizeStats
+from zoo.runs import load_run
+
+PLACEHOLDER_ORG = "ORG"
+STAGING_PREFIX = "zoo-hub-"
+
+
+@dataclass
+class PushResult:
+    """What a push (or a dry run, or :func:`package_agent`) produced."""
+
+    repo_id: str
+    files: dict[str, int]
+    sha256: dict[str, str]
+    results: dict[str, Any]
+    commit: str | None = None
+    url: str | None = None
+    folder: Path | None = None
+    deleted: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _deliver(
+    folder: Path,
+    repo_id: str,
+    *,
+    hub: str,
+    token: str | None,
+    target: Path | None,
+    private: bool,
+    commit_message: str | None,
+    warnings: list[str],
+) -> PushResult:
+    """Move the staged ``folder`` to ``target`` (a dry run) or upload it to ``repo_id`` in one commit."""
+    files, digests = inventory(folder)
+    results = read_json(folder / RESULTS_FILE)
+    result = PushResult(repo_id=repo_id, files=files, sha256=digests, results=results, warnings=list(warnings))
+    if target is not None:
+        move_into_place(folder, target)
+        result.folder = target
+        return result
+    assert token is not None
+    config = read_config(folder)
+    metric = format_metric(results["mean_reward"], results["std_reward"])
+    message = commit_message or f"Push {config['algo']} agent for {config['env_id']}: mean_reward {metric}"
+    result.commit, result.deleted, more = client.commit_folder(
+        folder,
+        repo_id,
+        token=token,
+        private=private,
+        commit_message=message,
+        hub=hub,
+        managed=MANAGED_PATTERNS,
+    )
+    result.warnings += more
+    result.url = f"{hub}/{repo_id}"
+    return result
+
+
+def push_to_hub(
+    model: BaseAlgorithm,
+    env_id: str,
+    repo_id: str,
+    *,
+    config: RunConfig | dict[str, Any] | None = None,
+    vec_normalize: VecNormalize | VecNormalizeStats | None = None,
+    private: bool = False,
+    commit_message: str | None = None,
+    dry_run_dir: str | Path | None = None,
+    n_eval_episodes: int = MIN_EVAL_EPISODES,
+    token: str | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    train_command: str | None = None,
+    record_video: bool = True,
+    video_length: int = DEFAULT_VIDEO_LENGTH,
+    eval_seed: int = DEFAULT_EVAL_SEED,
+    endpoint: str | None = None,
+    template_path: Path | None = None,
+) -> PushResult:
+    """Evaluate ``model`` on ``env_id``, package it (:mod:`zoo.hub.layout`) and upload it to ``repo_id`` in one
+    commit; with ``dry_run_dir``, write the folder that would be uploaded there instead and touch no network.
+
+    :param config: the run's configuration (a :class:`RunConfig` or config.yml data), written as config.yml and
+        used for env_kwargs, the seed and the normalization check; synthesized from the model when None.
+    :param vec_normalize: the training VecNormalize (or its statistics) when the agent normalizes.
+    :param train_command: the exact ``python -m zoo train ...`` command (command.txt); rebuilt when None.
+    :param record_video: record ``replay.mp4`` (a failure only costs the video, with a warning).
+    """
+    client.check_repo_id(repo_id)
+    target = Path(dry_run_dir) if dry_run_dir is not None else None
+    hub = client.endpoint(endpoint)
+    token = None if target is not None else client.login(token, hub, f"push to {repo_id}")
+    if n_eval_episodes < MIN_EVAL_EPISODES:
+        raise ZooError(f"n_eval_episodes must be >= {MIN_EVAL_EPISODES} for a published result, got {n_eval_episodes}")
+    stats = VecNormalizeStats.of(vec_normalize)
+    run, seed = run_config_of(config, model, env_id, stats)
+    with staging(STAGING_PREFIX) as folder:
+        warnings = build_package(
+            folder,
+            model,
+            repo_id,
+            config=run,
+            seed=seed,
+            stats=stats,
+            env_kwargs=env_kwargs,
+            n_eval_episodes=n_eval_episodes,
+            eval_seed=eval_seed,
+            train_command=train_command,
+            record_video=record_video,
+            video_length=video_length,
+            template_path=template_path,
+        )
+        return _deliver(
+            folder,
+            repo_id,
+            hub=hub,
+            token=token,
+            target=target,
+            private=private,
+            commit_message=commit_message,
+            warnings=warnings,
+        )
+
+
+def push_folder(
+    folder: str | Path,
+    repo_id: str,
+    *,
+    token: str | None = None,
+    private: bool = False,
+    commit_message: str | None = None,
+    endpoint: str | None = None,
+    template_path: Path | None = None,
+) -> PushResult:
+    """Upload a packaged folder (from :func:`package_agent` or a dry run) as is, its card rendered for ``repo_id``."""
+    client.check_repo_id(repo_id)
+    source = Path(folder)
+    verify_package(source)
+    hub = client.endpoint(endpoint)
+    hub_token = client.login(token, hub, f"push to {repo_id}")
+    with staging(STAGING_PREFIX) as staged:
+        for path in source.iterdir():
+            if path.is_file() and path.name != CARD_FILE:
+                shutil.copy2(path, staged / path.name)
+        (staged / CARD_FILE).write_text(render_card(staged, repo_id, template_path), encoding="utf-8")
+        return _deliver(
+            staged,
+            repo_id,
+            hub=hub,
+            token=hub_token,
+            target=None,
+            private=private,
+            commit_message=commit_message,
+            warnings=[],
+        )
+
+
+def push_run(path: str | Path, env_id: str, repo_id: str | None, **options: Any) -> PushResult:
+    """:func:`push_to_hub` for a model written by ``zoo train`` (the zip or its run folder), with what its run
+    folder holds: config.yml, vecnormalize.pkl and command.txt. ``repo_id`` None: ``ORG/<algo>-<env>``."""
+    run = load_run(path, env_id)
+    name = repo_id or f"{PLACEHOLDER_ORG}/{repo_name(algo_name(run.model), env_id)}"
+    return push_to_hub(
+        run.model, env_id, name, config=run.config, vec_normalize=run.stats, train_command=run.command, **options
+    )
+
+
+def package_agent(
+    run_dir_or_model_path: str | Path,
+    env_id: str,
+    out_dir: str | Path,
+    *,
+    repo_id: str | None = None,
+    n_eval_episodes: int = MIN_EVAL_EPISODES,
+    record_video: bool = True,
+    video_length: int = DEFAULT_VIDEO_LENGTH,
+    eval_seed: int = DEFAULT_EVAL_SEED,
+) -> PushResult:
+    """Write a ready-to-push folder for a ``zoo train`` run (exactly a push's dry run) to ``out_dir``.
+
+    The card names ``repo_id``, by default ``ORG/<algo>-<env>``; ``push-all`` renders it again for the real org.
+    """
+    return push_run(
+        run_dir_or_model_path,
+        env_id,
+        repo_id,
+        dry_run_dir=out_dir,
+        n_eval_episodes=n_eval_episodes,
+        record_video=record_video,
+        video_length=video_length,
+        eval_seed=eval_seed,
+    )

@@ -1,0 +1,95 @@
+"""The replay of a packaged agent: one deterministic episode as an H.264 MP4."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.vec_env import VecEnv
+
+from zoo.evaluate import DEFAULT_EVAL_SEED, make_eval_env
+from zoo.normalization import VecNormalizeStats
+
+DEFAULT_VIDEO_LENGTH = 1000
+
+
+def write_video(frames: Iterable[np.ndarray], path: Path, fps: float) -> int:
+    """Encode ``frames`` (consumed one at a time, never all in memory) as H.264 MP4; return how many."""
+    import imageio.v2 as imageio
+
+    writer: Any = None
+    count = 0
+    try:
+        for frame in frames:
+            if writer is None:
+                # H.264 in yuv420p wants even sizes and ffmpeg would rescale to a multiple of 16: repeat the edge
+                # pixels instead.
+                height, width = frame.shape[:2]
+                pad = ((0, -height % 16), (0, -width % 16), (0, 0))
+                writer = imageio.get_writer(
+                    str(path),
+                    format="FFMPEG",
+                    mode="I",
+                    fps=fps,
+                    codec="libx264",
+                    pixelformat="yuv420p",
+                    macro_block_size=16,
+                    ffmpeg_log_level="error",
+                )
+            writer.append_data(np.pad(np.asarray(frame, dtype=np.uint8)[..., :3], pad, mode="edge"))
+            count += 1
+    finally:
+        if writer is not None:
+            writer.close()
+    if count == 0:
+        raise RuntimeError("the episode produced no frame")
+    return count
+
+
+def _episode_frames(model: BaseAlgorithm, env: VecEnv, env_id: str, max_frames: int) -> Iterator[np.ndarray]:
+    observation = env.reset()
+    for _ in range(max_frames):
+        frame = env.get_images()[0]
+        if frame is None or np.asarray(frame).ndim != 3:
+            raise RuntimeError(f"{env_id} rendered {type(frame).__name__} instead of an RGB frame")
+        yield np.asarray(frame, dtype=np.uint8)
+        action, _ = model.predict(observation, deterministic=True)  # type: ignore[arg-type]
+        observation, _, dones, _ = env.step(action)
+        if dones[0]:
+            return
+
+
+def record_replay(
+    model: BaseAlgorithm,
+    env_id: str,
+    env_kwargs: dict[str, Any],
+    stats: VecNormalizeStats | None,
+    path: Path,
+    *,
+    max_frames: int = DEFAULT_VIDEO_LENGTH,
+    seed: int = DEFAULT_EVAL_SEED,
+) -> int:
+    """Write one deterministic episode (at most ``max_frames`` frames) to ``path`` as H.264 MP4; return the frame
+    count. Raises on any failure, leaving no file at ``path``."""
+    partial = path.with_name(f".{path.name}.partial.mp4")
+    # Off-screen frames need no display; without this, pygame-based envs probe for one and print an "error" line.
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    env = make_eval_env(model, env_id, env_kwargs, stats, seed=seed, render_mode="rgb_array")
+    try:
+        metadata: dict[str, Any] = dict(env.metadata)
+        count = write_video(
+            _episode_frames(model, env, env_id, max_frames), partial, float(metadata.get("render_fps") or 30)
+        )
+        with partial.open("rb") as file:
+            header = file.read(12)
+        if header[4:8] != b"ftyp":
+            raise RuntimeError(f"the encoder wrote no MP4 (header {header!r})")
+        partial.rename(path)
+    finally:
+        env.close()
+        partial.unlink(missing_ok=True)
+    return count
