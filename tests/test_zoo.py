@@ -14,7 +14,7 @@ from zoo import config as zoo_config
 from zoo.algos import resolve, unresolve
 from zoo.cli import COMMANDS
 from zoo.cli import main as cli
-from zoo.config import RunConfig, get_config, known_env_ids, load_file
+from zoo.config import ZOO_KEYS, RunConfig, get_config, known_env_ids, load_file
 from zoo.errors import ZooError
 from zoo.machine import cpu_model
 from zoo.train import parse_overrides
@@ -38,6 +38,10 @@ def test_every_zoo_env_has_a_valid_entry_for_every_algorithm() -> None:
 def test_variant_entries_equal_the_library_variants(variant: str) -> None:
     config = get_config("reinforce", "CartPole-v1", variant=variant)
     assert config.algorithm_kwargs() == VARIANTS[variant]
+    # The entry refers to VARIANTS (one source of truth) rather than copying its hyperparameters.
+    entry = load_file("reinforce")[f"CartPole-v1/{variant}"]
+    assert entry["variant"] == variant
+    assert set(entry) <= set(ZOO_KEYS)
 
 
 def test_config_round_trips_through_data() -> None:
@@ -62,6 +66,7 @@ def test_default_entry_serves_unknown_envs() -> None:
         ({"policy_kwargs": {"activation_fn": "swish"}}, "policy_kwargs.activation_fn must be one of tanh"),
         ({"gamma": [0.9]}, "gamma must be a scalar"),
         ({"n_timesteps": 0}, "n_timesteps and n_envs must be >= 1"),
+        ({"variant": "nope"}, "unknown variant 'nope' for reinforce; known: reference, entropy, vectorized"),
     ],
 )
 def test_bad_entries_name_the_key(overrides: dict[str, Any], message: str) -> None:
