@@ -17,19 +17,20 @@ training return of the last 100 episodes. Resumable: each finished run is saved 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch as th
+from _common import resumable
 from stable_baselines3 import A2C
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_reinforce import Reinforce
+from zoo.evaluate import evaluate_episodes
 
 ENV_ID = "Pendulum-v1"
 EPISODE_STEPS = 200
@@ -56,7 +57,7 @@ def run(algo: str, seed: int, steps: int, learning_rate: float) -> dict[str, Any
         )  # fmt: skip
     model.learn(steps)
     env.training, env.norm_reward = False, False
-    final, _ = evaluate_policy(model, env, n_eval_episodes=10, deterministic=True)
+    final = np.mean(evaluate_episodes(model, env, 10)[0])
     training = float(np.mean([info["r"] for info in model.ep_info_buffer]))
     return {"algo": algo, "seed": seed, "steps": steps, "learning_rate": learning_rate, "final": float(final),
             "training_last_100": training, "updates": int(model._n_updates)}  # fmt: skip
@@ -68,14 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=300_000)
     parser.add_argument("--learning-rate", type=float, default=3e-3)
     args = parser.parse_args(argv)
-    RESULTS.mkdir(parents=True, exist_ok=True)
     records: dict[str, list[dict[str, Any]]] = {"reinforce": [], "a2c": []}
     for seed in args.seeds:
         for algo in records:
             path = RESULTS / f"{algo}_steps{args.steps}_lr{args.learning_rate:g}_seed{seed}.json"
-            if not path.exists():
-                path.write_text(json.dumps(run(algo, seed, args.steps, args.learning_rate), indent=1))
-            records[algo].append(json.loads(path.read_text()))
+            records[algo].append(resumable(path, partial(run, algo, seed, args.steps, args.learning_rate)))
     lr = f"{args.learning_rate:g}"
     print(f"{ENV_ID}, {N_ENVS} envs x {EPISODE_STEPS}-step episodes per update, {args.steps} steps, lr {lr}")
     print("| algorithm | updates | final (10 det. episodes) per seed | mean | training return (last 100) mean |")

@@ -17,16 +17,15 @@ import argparse
 import json
 import statistics
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch as th
-from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.evaluation import evaluate_policy
+from _common import SolveClock, resumable
 
-from zoo.config import ALGOS, get_config
+from zoo.config import get_config, make_env, make_model, vec_env
 
 ENV_ID = "CartPole-v1"
 THRESHOLD = 475.0
@@ -45,42 +44,17 @@ CONTENDERS: dict[str, tuple[str, str | None]] = {
 RESULTS = Path(__file__).parent / "results"
 
 
-class SolveClock(BaseCallback):
-    """Stops training once a 100-episode deterministic evaluation reaches the threshold; times training only."""
-
-    def __init__(self, eval_env: Any) -> None:
-        super().__init__()
-        self.eval_env = eval_env
-        self.next_eval = EVAL_EVERY
-        self.eval_seconds = 0.0
-        self.solved_at: int | None = None
-        self.history: list[tuple[int, float]] = []
-
-    def _on_step(self) -> bool:
-        if self.num_timesteps < self.next_eval:
-            return True
-        self.next_eval += EVAL_EVERY
-        start = time.perf_counter()
-        mean, _ = evaluate_policy(self.model, self.eval_env, n_eval_episodes=EVAL_EPISODES, deterministic=True)
-        self.eval_seconds += time.perf_counter() - start
-        self.history.append((self.num_timesteps, float(mean)))
-        if mean >= THRESHOLD:
-            self.solved_at = self.num_timesteps
-            return False
-        return True
-
-
 def run(name: str, seed: int) -> dict[str, Any]:
     algo, variant = CONTENDERS[name]
     config = get_config(algo, ENV_ID, variant=variant)
-    env = make_vec_env(ENV_ID, n_envs=config.n_envs, seed=seed)
-    eval_env = make_vec_env(ENV_ID, n_envs=10, seed=10_000 + seed)
-    model = ALGOS[algo](config.policy, env, seed=seed, device="cpu", **config.algorithm_kwargs())
-    clock = SolveClock(eval_env)
+    env = make_env(config, seed)
+    eval_env = vec_env(ENV_ID, n_envs=10, seed=10_000 + seed)
+    model = make_model(config, env, seed)
+    clock = SolveClock(eval_env, n_envs=config.n_envs, threshold=THRESHOLD, every=EVAL_EVERY, episodes=EVAL_EPISODES)
     start = time.perf_counter()
     model.learn(config.n_timesteps, callback=clock)
     seconds = time.perf_counter() - start - clock.eval_seconds
-    return {
+    record = {
         "name": name,
         "seed": seed,
         "solved": clock.solved_at is not None,
@@ -89,6 +63,8 @@ def run(name: str, seed: int) -> dict[str, Any]:
         "history": clock.history,
         "hyperparams": config.to_data(seed),
     }
+    print(f"{name} seed {seed}: solved={record['solved']} at {record['steps']} steps, {seconds:.1f} s", flush=True)
+    return record
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,17 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     for seed in range(args.seeds):
         for algo in args.algos:
-            path = folder / f"{algo}_seed{seed}.json"
-            if path.exists():
-                continue
-            record = run(algo, seed)
-            path.with_suffix(".tmp").write_text(json.dumps(record, indent=1))
-            path.with_suffix(".tmp").rename(path)
-            print(
-                f"{algo} seed {seed}: solved={record['solved']} at {record['steps']} steps, "
-                f"{record['train_seconds']:.1f} s",
-                flush=True,
-            )
+            resumable(folder / f"{algo}_seed{seed}.json", partial(run, algo, seed))
 
     medians = {}
     lines = [

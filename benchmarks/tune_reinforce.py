@@ -1,7 +1,7 @@
 """Hyperparameter search for Reinforce, measured exactly as ``python -m zoo benchmark`` measures.
 
 Each candidate is a named set of overrides on top of the zoo's entry for the env (``zoo/hyperparams/reinforce.yml``,
-through :func:`zoo.config.get_config`). Each (env, candidate, seed) trains with :func:`zoo.train.train` in a
+through :func:`zoo.config.get_config`). Each (env, candidate, seed) trains with :func:`zoo.measure.measured_run` in a
 worker process (1 torch thread), evaluating every ``n_timesteps / 20`` steps on 5 deterministic episodes (the
 learning curve) and at the end on 20 deterministic episodes (the final score, the number the targets are about).
 
@@ -34,12 +34,11 @@ from typing import Any
 
 import numpy as np
 import yaml
+from _common import save_record
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from zoo.config import ZooError, get_config  # noqa: E402
+from zoo.config import get_config
+from zoo.errors import ZooError
+from zoo.measure import measured_run
 
 RESULTS = Path(__file__).resolve().parent / "results" / "tuning"
 NAME = re.compile(r"^[A-Za-z0-9_.+-]+$")
@@ -60,8 +59,6 @@ def run_one(env_id: str, name: str, overrides: dict[str, Any], seed: int) -> dic
     """Train and evaluate one (env, candidate, seed) and save its JSON. Runs in a worker process."""
     import torch as th
 
-    from zoo.benchmark import measured_run
-
     th.set_num_threads(1)
     config = get_config("reinforce", env_id, overrides)
     started = time.perf_counter()
@@ -76,11 +73,7 @@ def run_one(env_id: str, name: str, overrides: dict[str, Any], seed: int) -> dic
         **scores,
         "wall_seconds": time.perf_counter() - started,
     }
-    path = result_path(env_id, name, seed)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_suffix(".json.tmp")
-    staging.write_text(json.dumps(record, indent=1))
-    staging.replace(path)  # atomic: an interrupted run leaves no result and is redone
+    save_record(result_path(env_id, name, seed), record)
     return record
 
 
