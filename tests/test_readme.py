@@ -48,8 +48,8 @@ def test_readme_commands_name_real_things() -> None:
 
 
 def test_readme_benchmark_table_is_the_committed_one() -> None:
-    # The zoo table in the README is copied from zoo/benchmark.md, which `python -m zoo benchmark` writes.
-    table = (README.parent / "zoo" / "benchmark.md").read_text()
+    # The zoo table in the README is copied from benchmarks/results/zoo/benchmark.md (`python -m zoo benchmark`).
+    table = (README.parent / "benchmarks" / "results" / "zoo" / "benchmark.md").read_text()
     rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| env ")]
     assert rows
     readme = README.read_text()
