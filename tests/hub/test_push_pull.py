@@ -149,29 +149,18 @@ def test_loads_offline_from_the_cache_in_a_fresh_process(model: Reinforce, hub_e
         "PYTHONPATH": str(ROOT),
         "OMP_NUM_THREADS": "1",
     }
-    done = subprocess.run(
-        [sys.executable, "-c", script, repo_id, json.dumps(obs.tolist())],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+
+    def load_in_a_fresh_process(repo_id: str, obs: list[list[float]]) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-c", script, repo_id, json.dumps(obs)]
+        return subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+
+    done = load_in_a_fresh_process(repo_id, obs.tolist())
     assert done.returncode == 0, done.stderr[-2000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["revision"] == pushed.commit
     assert out["actions"] == greedy(model, obs).tolist()
 
-    missing = subprocess.run(
-        [sys.executable, "-c", script, "tester/never-downloaded", "[[0, 0, 0, 0]]"],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    missing = load_in_a_fresh_process("tester/never-downloaded", [[0, 0, 0, 0]])
     assert missing.returncode != 0
     assert "HF_HUB_OFFLINE is set" in missing.stderr
 

@@ -18,6 +18,20 @@ from zoo.hub.push import push_folder, push_run
 from zoo.hub.video import DEFAULT_VIDEO_LENGTH
 
 HUB_CARDS_DIR = Path("hub_cards")
+PUSH = (
+    "Evaluate an agent, record a replay, render its model card and upload it to the Hugging Face Hub in one "
+    "commit (token: HF_TOKEN or `hf auth login`)."
+)
+ENJOY = (
+    "Download an agent from the Hugging Face Hub (pickle-free unless --allow-pickle), evaluate it and print "
+    "mean +/- std reward."
+)
+PUSH_ALL = (
+    "Push every packaged agent folder under hub_cards/ (those with a config.json) to ORG/<algo>-<env id>, e.g. "
+    "ORG/reinforce-CartPole-v1."
+)
+# push's options that go to push_to_hub under their own name
+PUSH_OPTIONS = ("private", "commit_message", "n_eval_episodes", "video_length", "eval_seed")
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -29,8 +43,10 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action) or ""
 
 
-def _parser(prog: str, description: str) -> argparse.ArgumentParser:
-    return argparse.ArgumentParser(prog=prog, description=description, formatter_class=_HelpFormatter)
+def _parser(command: str, description: str) -> argparse.ArgumentParser:
+    return argparse.ArgumentParser(
+        prog=f"python -m zoo {command}", description=description, formatter_class=_HelpFormatter
+    )
 
 
 def _print_warnings(warnings: list[str]) -> None:
@@ -43,11 +59,7 @@ def _describe_files(files: dict[str, int]) -> str:
 
 
 def push_main(argv: list[str]) -> int:
-    parser = _parser(
-        "python -m zoo push",
-        "Evaluate an agent, record a replay, render its model card and upload it "
-        "to the Hugging Face Hub in one commit (token: HF_TOKEN or `hf auth login`).",
-    )
+    parser = _parser("push", PUSH)
     parser.add_argument(
         "--model",
         required=True,
@@ -74,17 +86,9 @@ def push_main(argv: list[str]) -> int:
     parser.add_argument("--video-length", type=int, default=DEFAULT_VIDEO_LENGTH, help="most frames in replay.mp4")
     parser.add_argument("--no-video", action="store_true", help="do not record replay.mp4 (default: record it)")
     args = parser.parse_args(argv)
+    options = {name: getattr(args, name) for name in PUSH_OPTIONS}
     result = push_run(
-        args.model,
-        args.env,
-        args.repo_id,
-        private=args.private,
-        commit_message=args.commit_message,
-        dry_run_dir=args.dry_run,
-        n_eval_episodes=args.n_eval_episodes,
-        record_video=not args.no_video,
-        video_length=args.video_length,
-        eval_seed=args.eval_seed,
+        args.model, args.env, args.repo_id, dry_run_dir=args.dry_run, record_video=not args.no_video, **options
     )
     _print_warnings(result.warnings)
     metric = format_metric(result.results["mean_reward"], result.results["std_reward"])
@@ -103,11 +107,7 @@ def push_main(argv: list[str]) -> int:
 
 
 def enjoy_main(argv: list[str]) -> int:
-    parser = _parser(
-        "python -m zoo enjoy",
-        "Download an agent from the Hugging Face Hub (pickle-free unless "
-        "--allow-pickle), evaluate it and print mean +/- std reward.",
-    )
+    parser = _parser("enjoy", ENJOY)
     parser.add_argument("--repo-id", required=True, help="repository, ORG/NAME")
     parser.add_argument("--revision", default=None, help="branch, tag or commit sha (default: main)")
     parser.add_argument("--episodes", type=int, default=10, help="evaluation episodes")
@@ -145,11 +145,7 @@ def packaged_folders(root: Path) -> list[Path]:
 
 
 def push_all_main(argv: list[str]) -> int:
-    parser = _parser(
-        "python -m zoo push-all",
-        "Push every packaged agent folder under hub_cards/ (those with a "
-        "config.json) to ORG/<algo>-<env id>, e.g. ORG/reinforce-CartPole-v1.",
-    )
+    parser = _parser("push-all", PUSH_ALL)
     parser.add_argument("--org", required=True, help="user or organization that receives the repositories")
     parser.add_argument(
         "--dry-run",
