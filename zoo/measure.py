@@ -2,8 +2,8 @@
 
 Each run trains with the zoo's hyperparameters, evaluates every ``n_timesteps / CURVE_POINTS`` steps on
 ``CURVE_EVAL_EPISODES`` deterministic episodes (the learning curve) and at the end on ``FINAL_EVAL_EPISODES``
-deterministic episodes (the final score). ``python -m zoo benchmark`` and ``benchmarks/tune_reinforce.py`` both
-measure through :func:`measured_run`, so their numbers compare.
+deterministic episodes (the final score). ``python -m zoo benchmark`` and ``python -m zoo tune`` both measure
+through :func:`measured_run`, so their numbers compare.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
 
 from zoo.config import RunConfig
 from zoo.machine import cpu_model
@@ -22,8 +23,10 @@ CURVE_EVAL_EPISODES = 5
 CURVE_POINTS = 20
 
 
-def measured_run(config: RunConfig, seed: int, log_folder: str, command: str) -> tuple[TrainResult, dict[str, Any]]:
-    """Train ``config`` as the benchmark measures it.
+def measured_run(
+    config: RunConfig, seed: int, log_folder: str, command: str, after_eval: BaseCallback | None = None
+) -> tuple[TrainResult, dict[str, Any]]:
+    """Train ``config`` as the benchmark measures it; ``after_eval`` sees each curve point (see :func:`train`).
 
     :return: the training result and the scores to record (final score, budget, wall-clock, curve, CPU).
     """
@@ -37,6 +40,7 @@ def measured_run(config: RunConfig, seed: int, log_folder: str, command: str) ->
         progress_bar=False,
         verbose=0,
         command=command,
+        after_eval=after_eval,
     )
     curve = np.load(result.run_dir / EVALUATIONS_FILE)
     return result, {

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch as th
 import yaml
-from stable_baselines3.common.callbacks import EvalCallback
+from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import VecNormalize
 
@@ -76,9 +76,13 @@ def train(
     progress_bar: bool = True,
     verbose: int = 1,
     command: str | None = None,
+    after_eval: BaseCallback | None = None,
 ) -> TrainResult:
     """Train ``config`` and write a run folder: the final and best model, config.yml, command.txt,
-    VecNormalize statistics when used, evaluations.npz, progress.csv and TensorBoard events."""
+    VecNormalize statistics when used, evaluations.npz, progress.csv and TensorBoard events.
+
+    ``after_eval`` runs after each periodic evaluation (SB3's ``callback_after_eval``: it reads
+    ``self.parent.last_mean_reward``); returning False stops training early, as ``zoo tune``'s pruner does."""
     run_dir = next_run_dir(Path(log_folder), config.algo, config.env_id)
     run_dir.mkdir(parents=True)
     (run_dir / CONFIG_YML).write_text(yaml.safe_dump(config.to_data(seed), sort_keys=False))
@@ -105,6 +109,7 @@ def train(
         log_path=str(run_dir),
         deterministic=True,
         verbose=verbose,
+        callback_after_eval=after_eval,
     )
     start = time.perf_counter()
     model.learn(config.n_timesteps, callback=evaluation, progress_bar=progress_bar)
