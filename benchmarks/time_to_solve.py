@@ -1,14 +1,16 @@
-"""Time to solve CartPole-v1: Reinforce against SB3's PPO and A2C with rl-baselines3-zoo's tuned hyperparameters.
+"""Time to solve an env: Reinforce against SB3's PPO and A2C with rl-baselines3-zoo's tuned hyperparameters.
 
-Every 10,000 env steps training pauses for a 100-episode deterministic evaluation; the run stops when its mean
-reaches 475. Reported per algorithm: the median over seeds of the training wall-clock until then (evaluation
-time excluded) and of the env steps, and the ratio of medians against PPO. The budget is the zoo entry's
+Every 10,000 env steps on CartPole-v1 (50,000 on LunarLander-v3) training pauses for a 100-episode deterministic
+evaluation; the run stops when its mean reaches the env's threshold (475 on CartPole-v1, 200 on LunarLander-v3).
+Reported per algorithm: the median over seeds of the training wall-clock until then (evaluation time excluded)
+and of the env steps, and the ratio of medians against PPO. The budget is the zoo entry's
 ``n_timesteps`` (a run that does not solve within it counts with its whole training time). Settings: the zoo's
-CartPole-v1 entries (``zoo/hyperparams/{reinforce,ppo,a2c}.yml``; ``--algos reference entropy vectorized`` times the
+the env's entries (``zoo/hyperparams/{reinforce,ppo,a2c}.yml``; ``--algos reference entropy vectorized`` times the
 design documents' variants from their ``CartPole-v1/<variant>`` entries), 1 torch thread, one run at a time.
 
 Resumable: each finished (algorithm, seed) is saved to ``benchmarks/results/time_to_solve/<algo>_seed<k>.json``
-and skipped next time. Usage: ``python benchmarks/time_to_solve.py [--seeds 5] [--algos reinforce ppo a2c]``.
+(``time_to_solve/<env>/`` for envs other than CartPole-v1) and skipped next time.
+Usage: ``python benchmarks/time_to_solve.py [--env LunarLander-v3] [--seeds 5] [--algos reinforce ppo a2c]``.
 """
 
 from __future__ import annotations
@@ -24,12 +26,12 @@ from typing import Any
 import numpy as np
 import torch as th
 from _common import SolveClock, resumable
+from stable_baselines3.common.vec_env import VecNormalize
 
 from zoo.config import get_config, make_env, make_model, vec_env
 
-ENV_ID = "CartPole-v1"
-THRESHOLD = 475.0
-EVAL_EVERY = 10_000
+# env id -> (threshold of the 100-episode mean, env steps between evaluations)
+TARGETS: dict[str, tuple[float, int]] = {"CartPole-v1": (475.0, 10_000), "LunarLander-v3": (200.0, 50_000)}
 EVAL_EPISODES = 100
 # name -> (algorithm, zoo variant or None). The budget is the zoo entry's n_timesteps, so learning-rate schedules
 # run exactly as tuned.
@@ -44,13 +46,18 @@ CONTENDERS: dict[str, tuple[str, str | None]] = {
 RESULTS = Path(__file__).parent / "results"
 
 
-def run(name: str, seed: int) -> dict[str, Any]:
+def run(env_id: str, name: str, seed: int) -> dict[str, Any]:
     algo, variant = CONTENDERS[name]
-    config = get_config(algo, ENV_ID, variant=variant)
+    threshold, every = TARGETS[env_id]
+    config = get_config(algo, env_id, variant=variant)
     env = make_env(config, seed)
-    eval_env = vec_env(ENV_ID, n_envs=10, seed=10_000 + seed)
+    eval_env = vec_env(env_id, n_envs=10, seed=10_000 + seed)
+    if isinstance(env, VecNormalize):
+        # The agent acts on normalized observations: evaluate it through the training statistics, frozen.
+        eval_env = VecNormalize(eval_env, training=False, norm_reward=False)
+        eval_env.obs_rms = env.obs_rms
     model = make_model(config, env, seed)
-    clock = SolveClock(eval_env, n_envs=config.n_envs, threshold=THRESHOLD, every=EVAL_EVERY, episodes=EVAL_EPISODES)
+    clock = SolveClock(eval_env, n_envs=config.n_envs, threshold=threshold, every=every, episodes=EVAL_EPISODES)
     start = time.perf_counter()
     model.learn(config.n_timesteps, callback=clock)
     seconds = time.perf_counter() - start - clock.eval_seconds
@@ -69,6 +76,7 @@ def run(name: str, seed: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--env", default="CartPole-v1", choices=list(TARGETS))
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument(
         "--algos",
@@ -80,11 +88,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
     th.set_num_threads(1)
+    env_id = args.env
+    threshold, every = TARGETS[env_id]
     folder = Path(args.out) / "time_to_solve"
+    if env_id != "CartPole-v1":
+        folder = folder / env_id
     folder.mkdir(parents=True, exist_ok=True)
     for seed in range(args.seeds):
         for algo in args.algos:
-            resumable(folder / f"{algo}_seed{seed}.json", partial(run, algo, seed))
+            resumable(folder / f"{algo}_seed{seed}.json", partial(run, env_id, algo, seed))
 
     medians = {}
     lines = [
@@ -107,16 +119,17 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {algo} | {solved}/{total} | {steps:,.0f} | {seconds:.1f} | {ratio:.2f} |")
     text = "\n".join(
         [
-            f"Time to solve {ENV_ID} (100-episode deterministic evaluation >= {THRESHOLD:.0f}, checked every "
-            f"{EVAL_EVERY:,} steps; training wall-clock, evaluations excluded; medians over seeds).",
+            f"Time to solve {env_id} (100-episode deterministic evaluation >= {threshold:.0f}, checked every "
+            f"{every:,} steps; training wall-clock, evaluations excluded; medians over seeds).",
             "",
             *lines,
             "",
-            "Reproduce: `python benchmarks/time_to_solve.py` (resumable; per-seed results in "
-            "`benchmarks/results/time_to_solve/`).",
+            f"Reproduce: `python benchmarks/time_to_solve.py --env {env_id}` (resumable; per-seed results in "
+            f"`{folder}/`).",
         ]
     )
-    (Path(args.out) / "time_to_solve.md").write_text(text + "\n")
+    suffix = "" if env_id == "CartPole-v1" else f"_{env_id}"
+    (Path(args.out) / f"time_to_solve{suffix}.md").write_text(text + "\n")
     print(text)
     return 0
 
