@@ -2,9 +2,12 @@
 
 Each finished (algorithm, env, seed) run is saved under ``OUT/runs/<algo>/<env>/seed<k>/`` (result.json, the
 final model with its config.yml and VecNormalize statistics) and skipped on the next invocation, so a long table
-is completed across sessions. The table is rebuilt from whatever results exist: ``OUT/benchmark.md``,
-``OUT/benchmark.csv`` and one learning-curve plot per env in ``OUT/plots/``. OUT is ``benchmarks/results/zoo``
-unless ``--out`` names another folder: measured results stay outside the package.
+is completed across sessions. A run is reused only if its config.yml is the configuration this invocation would
+train (the budget of ``--n-timesteps`` included); a run of another configuration is refused rather than mixed
+into the table, and a corrupt or half-written result.json is reported and measured again. The table is rebuilt
+from the runs of the invocation: ``OUT/benchmark.md``, ``OUT/benchmark.csv`` and one learning-curve plot per env
+in ``OUT/plots/``. OUT is ``benchmarks/results/zoo`` unless ``--out`` names another folder: measured results stay
+outside the package.
 
 What is measured: each run trains with the zoo's hyperparameters, evaluates every ``n_timesteps / 20`` steps on
 5 deterministic episodes (the learning curve), and at the end on 20 deterministic episodes (the final score).
@@ -20,6 +23,7 @@ import json
 import multiprocessing
 import os
 import shutil
+import sys
 import tempfile
 from collections import Counter
 from dataclasses import dataclass
@@ -27,10 +31,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
 from zoo.algos import ALGOS
 from zoo.config import check_env_id, get_config, known_env_ids, load_file
-from zoo.errors import ZooError
+from zoo.errors import ZooError, first_line
 from zoo.folders import move_into_place
 from zoo.measure import FINAL_EVAL_EPISODES, measured_run
 from zoo.runs import CONFIG_YML, RESULT_FILE, VEC_NORMALIZE_PKL
@@ -52,6 +57,11 @@ class Task:
     @property
     def folder(self) -> Path:
         return Path(self.out) / "runs" / self.algo / self.env_id / f"seed{self.seed}"
+
+    def config_data(self) -> dict[str, Any]:
+        """The config.yml this run writes: everything that defines it."""
+        overrides = {} if self.n_timesteps is None else {"n_timesteps": self.n_timesteps}
+        return get_config(self.algo, self.env_id, overrides).to_data(self.seed)
 
 
 def run_task(task: Task) -> dict[str, Any]:
@@ -82,8 +92,87 @@ def interquartile_mean(values: list[float]) -> float:
     return float(ordered[cut : n - cut].mean())
 
 
-def load_results(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(path.read_text()) for path in sorted((out / "runs").glob(f"*/*/seed*/{RESULT_FILE}"))]
+# What result.json must hold for the table: the fields it reads, and their types.
+RECORD_FIELDS: dict[str, tuple[type, ...]] = {
+    "algo": (str,),
+    "env_id": (str,),
+    "seed": (int,),
+    "n_timesteps": (int,),
+    "mean_reward": (int, float),
+    "std_reward": (int, float),
+    "train_seconds": (int, float),
+    "curve_timesteps": (list,),
+    "curve_mean_reward": (list,),
+}
+
+
+def read_record(folder: Path) -> dict[str, Any]:
+    """The result.json of a finished run, or a ZooError saying why it is corrupt."""
+    path = folder / RESULT_FILE
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise ZooError(f"{path} is corrupt ({first_line(error)})") from None
+    if not isinstance(record, dict):
+        raise ZooError(f"{path} is corrupt (not a mapping)")
+    for key, types in RECORD_FIELDS.items():
+        if not isinstance(record.get(key), types) or isinstance(record.get(key), bool):
+            raise ZooError(f"{path} is corrupt ({key} is {record.get(key)!r})")
+    return record
+
+
+def stored_config(folder: Path) -> Any:
+    """The config.yml a run was measured with, or None if it has none that can be read."""
+    try:
+        return yaml.safe_load((folder / CONFIG_YML).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError, ValueError):
+        return None
+
+
+def config_difference(stored: Any, expected: dict[str, Any]) -> str:
+    """The first field where a run's config.yml differs from the configuration asked for, in words."""
+    if not isinstance(stored, dict):
+        return "no readable config.yml"
+    for key in sorted(expected.keys() | stored.keys()):
+        if key == "hyperparams" and isinstance(stored.get(key), dict):
+            inner = config_difference(stored[key], expected.get(key) or {})
+            if inner:
+                return inner
+        elif stored.get(key) != expected.get(key):
+            return f"{key} {stored.get(key)!r}, now {expected.get(key)!r}"
+    return ""
+
+
+def plan(tasks: list[Task]) -> tuple[list[Task], list[dict[str, Any]]]:
+    """The tasks still to run and the records to reuse.
+
+    A corrupt result.json is reported and its run measured again; a finished run of another configuration
+    (config.yml differs, e.g. another ``--n-timesteps``) is refused, all of them named in one ZooError.
+    """
+    todo: list[Task] = []
+    records: list[dict[str, Any]] = []
+    mismatched: list[str] = []
+    for task in tasks:
+        if not (task.folder / RESULT_FILE).exists():
+            todo.append(task)
+            continue
+        try:
+            record = read_record(task.folder)
+        except ZooError as error:
+            print(f"warning: {error}: measuring it again", file=sys.stderr)
+            todo.append(task)
+            continue
+        difference = config_difference(stored_config(task.folder), task.config_data())
+        if difference:
+            mismatched.append(f"{task.folder} ({difference})")
+        else:
+            records.append(record)
+    if mismatched:
+        raise ZooError(
+            f"{len(mismatched)} finished runs were measured with another configuration, e.g. {mismatched[0]}; "
+            "pass another --out, or remove those runs to measure them again"
+        )
+    return todo, records
 
 
 def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -227,18 +316,18 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"skip {algo} on {env_id}: no published hyperparameters")
                 continue
             tasks += [Task(algo, env_id, seed, n_timesteps, str(out)) for seed in range(seeds)]
-    todo = [task for task in tasks if not (task.folder / RESULT_FILE).exists()]
+    todo, records = plan(tasks)
     print(f"{len(tasks)} runs, {len(tasks) - len(todo)} already done, {len(todo)} to do with {args.jobs} workers")
     if todo:
         with multiprocessing.get_context("spawn").Pool(min(args.jobs, len(todo))) as pool:
             for record in pool.imap_unordered(run_task, todo):
+                records.append(record)
                 print(
                     f"done {record['algo']} {record['env_id']} seed {record['seed']}: "
                     f"{record['mean_reward']:.1f} +/- {record['std_reward']:.1f} in {record['train_seconds']:.0f} s",
                     flush=True,
                 )
 
-    records = [r for r in load_results(out) if r["env_id"] in envs and r["algo"] in algos]
     rows = summarize(records)
     command = "python -m zoo benchmark" + (" --quick" if args.quick else "")
     if args.envs:

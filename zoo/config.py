@@ -12,6 +12,8 @@ evaluated. An entry with ``variant: NAME`` starts from ``sb3_reinforce.VARIANTS[
 from __future__ import annotations
 
 import copy
+import math
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
@@ -25,6 +27,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from sb3_reinforce import VARIANTS
 from zoo.algos import ALGOS, NAMED_CLASSES, SCHEDULABLE, constructor_keys, parse_schedule, resolve, unresolve
 from zoo.errors import ZooError, first_line
+from zoo.normalization import check_settings, is_number
 
 # Keys that configure the zoo's harness rather than the algorithm's constructor.
 ZOO_KEYS = {
@@ -35,6 +38,10 @@ ZOO_KEYS = {
     "env_kwargs": (dict,),
     "variant": (str,),
 }
+
+# gymnasium's id form, [namespace/]name[-v<version>], without the "module:" prefix that makes gym.make import a
+# module: an id is only ever looked up in the registry, never imported.
+ENV_ID_FORM = re.compile(r"^(?:[\w.-]+/)?[\w.-]+?(?:-v\d+)?$")
 
 
 @dataclass
@@ -76,24 +83,50 @@ class RunConfig:
         return {} if self.normalize is True else dict(self.normalize)
 
     @classmethod
-    def from_data(cls, data: dict[str, Any]) -> RunConfig:
+    def from_data(cls, data: Any, source: str = "config.yml") -> RunConfig:
         """Rebuild from a ``config.yml`` mapping (as written by :meth:`to_data`), validating it again."""
-        try:
-            algo, env_id, hyperparams = data["algo"], data["env_id"], dict(data["hyperparams"])
-        except (KeyError, TypeError) as error:
-            raise ZooError(f"config is missing {error}; expected keys algo, env_id, hyperparams") from None
+        if not isinstance(data, dict):
+            raise ZooError(f"{source} must be a mapping, got {type(data).__name__}")
+        missing = [key for key in ("algo", "env_id", "hyperparams") if key not in data]
+        if missing:
+            raise ZooError(f"{source} is missing {missing[0]!r}; expected keys algo, env_id, hyperparams")
+        algo, env_id, hyperparams = data["algo"], data["env_id"], data["hyperparams"]
+        if not isinstance(algo, str) or not isinstance(env_id, str) or not ENV_ID_FORM.match(env_id):
+            raise ZooError(f"{source}: algo and env_id must be names, got {algo!r} and {env_id!r}"[:300])
+        if not isinstance(hyperparams, dict):
+            raise ZooError(f"{source}: hyperparams must be a mapping, got {hyperparams!r}"[:300])
         entry = {key: data[key] for key in ZOO_KEYS if key in data and key != "variant"}
-        return _build(algo, env_id, {**entry, **hyperparams}, source="config.yml")
+        return _build(algo, env_id, {**entry, **hyperparams}, source=source)
 
 
 def load_file(algo: str) -> dict[str, Any]:
     if algo not in ALGOS:
         raise ZooError(f"unknown algorithm {algo!r}; known: {', '.join(ALGOS)}")
     text = (resources.files("zoo") / "hyperparams" / f"{algo}.yml").read_text()
-    data = yaml.safe_load(text)
-    if not isinstance(data, dict):
-        raise ZooError(f"hyperparams/{algo}.yml must be a mapping of env ids to entries")
+    return parse_table(text, f"hyperparams/{algo}.yml")
+
+
+def parse_table(text: str, source: str) -> dict[str, Any]:
+    """A hyperparameter file's text as a mapping of env ids to entries (each entry validated by :func:`get_config`).
+
+    Read with ``yaml.safe_load``: a YAML tag that names Python code, broken syntax or nesting too deep to read is
+    one ZooError naming ``source``.
+    """
+    data = safe_yaml(text, source)
+    if not isinstance(data, dict) or not all(isinstance(key, str) for key in data):
+        raise ZooError(f"{source} must be a mapping of env ids to entries")
     return data
+
+
+def safe_yaml(text: str, source: str) -> Any:
+    """``yaml.safe_load(text)``, or one ZooError naming ``source``."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        problem = " ".join(str(error).split())
+        raise ZooError(f"{source} is not valid YAML data: {problem[:300]}") from None
+    except (RecursionError, ValueError, OverflowError) as error:  # deep nesting; dates or numbers out of range
+        raise ZooError(f"{source} cannot be read: {type(error).__name__}: {str(error)[:200]}") from None
 
 
 def known_env_ids(algo: str = "reinforce") -> list[str]:
@@ -111,17 +144,19 @@ def get_config(
         variants = sorted(k.split("/", 1)[1] for k in table if k.startswith(f"{env_id}/"))
         raise ZooError(f"no variant {variant!r} for {env_id} in {algo}.yml; available: {', '.join(variants) or 'none'}")
     if key in table:
-        entry = dict(table[key])
+        entry = table[key]
     elif "default" in table:
-        entry = dict(table["default"])
+        key, entry = "default", table["default"]
     else:
         raise ZooError(f"{env_id} has no entry in {algo}.yml and there is no default; known: {', '.join(table)}")
-    entry.update(overrides or {})
+    if not isinstance(entry, dict):
+        raise ZooError(f"{algo}.yml[{key}] must be a mapping of hyperparameters, got {entry!r}"[:300])
+    entry = {**entry, **(overrides or {})}
     return _build(algo, env_id, entry, source=f"{algo}.yml[{key}]")
 
 
 def _build(algo: str, env_id: str, entry: dict[str, Any], source: str) -> RunConfig:
-    if algo not in ALGOS:
+    if not isinstance(algo, str) or algo not in ALGOS:
         raise ZooError(f"unknown algorithm {algo!r}; known: {', '.join(ALGOS)}")
     allowed = set(constructor_keys(ALGOS[algo]))
     if isinstance(entry.get("variant"), str):
@@ -143,9 +178,14 @@ def _build(algo: str, env_id: str, entry: dict[str, Any], source: str) -> RunCon
             )
     if "n_timesteps" not in zoo_part:
         raise ZooError(f"{source}: n_timesteps is required")
+    if not (is_number(zoo_part["n_timesteps"]) and zoo_part["n_timesteps"] < 2**63):
+        raise ZooError(f"{source}: n_timesteps must be a finite number, got {zoo_part['n_timesteps']!r}")
     n_timesteps = int(zoo_part["n_timesteps"])
     if n_timesteps < 1 or zoo_part.get("n_envs", 1) < 1:
         raise ZooError(f"{source}: n_timesteps and n_envs must be >= 1")
+    if isinstance(zoo_part.get("normalize"), dict):
+        check_settings(zoo_part["normalize"], f"{source}: normalize")
+    check_env_kwargs(zoo_part.get("env_kwargs", {}), f"{source}: env_kwargs")
     return RunConfig(
         algo=algo,
         env_id=env_id,
@@ -168,23 +208,39 @@ def _variant(algo: str, name: str, source: str) -> dict[str, Any]:
 
 def _check_value(key: str, value: Any, source: str) -> None:
     if key in SCHEDULABLE and isinstance(value, str):
-        parse_schedule(key, value, source)
+        schedule = parse_schedule(key, value, source)
+        if not (math.isfinite(schedule.start) and schedule.start > 0):
+            raise ZooError(f"{source}: {key} must start at a finite number > 0, got {value!r}")
     elif key == "policy_kwargs":
-        if not isinstance(value, dict):
-            raise ZooError(f"{source}: policy_kwargs must be a mapping, got {value!r}")
+        if not isinstance(value, dict) or not all(isinstance(name, str) for name in value):
+            raise ZooError(f"{source}: policy_kwargs must be a mapping of names to values, got {value!r}"[:300])
         for name, item in value.items():
-            if name in NAMED_CLASSES and item not in NAMED_CLASSES[name]:
+            if name in NAMED_CLASSES and (not isinstance(item, str) or item not in NAMED_CLASSES[name]):
                 raise ZooError(
                     f"{source}: policy_kwargs.{name} must be one of {', '.join(NAMED_CLASSES[name])}, got {item!r}"
                 )
     elif isinstance(value, (dict, list)):
-        raise ZooError(f"{source}: {key} must be a scalar, got {value!r}")
+        raise ZooError(f"{source}: {key} must be a scalar, got {value!r}"[:300])
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ZooError(f"{source}: {key} must be finite, got {value!r}")
+
+
+def check_env_kwargs(env_kwargs: Any, source: str) -> dict[str, Any]:
+    """``env_kwargs`` must be a mapping of names to data; ``render_mode`` is the zoo's to set (``--render``)."""
+    if not isinstance(env_kwargs, dict) or not all(isinstance(key, str) for key in env_kwargs):
+        raise ZooError(f"{source} must be a mapping of names to values, got {env_kwargs!r}"[:300])
+    if "render_mode" in env_kwargs:
+        raise ZooError(f"{source} may not set render_mode: the zoo sets it (--render shows a window)")
+    return env_kwargs
 
 
 # ------------------------------------------------------------------------------------------ building a run
 
 
-def check_env_id(env_id: str) -> None:
+def check_env_id(env_id: Any) -> None:
+    """``env_id`` must have gymnasium's registry form and be registered (nothing is imported to find it)."""
+    if not isinstance(env_id, str) or len(env_id) > 200 or not ENV_ID_FORM.match(env_id):
+        raise ZooError(f"invalid env id {env_id!r}: expected [namespace/]name[-vN], without a 'module:' prefix"[:300])
     if env_id not in gym.registry:
         close = [name for name in gym.registry if name.lower().startswith(env_id.lower().split("-")[0])][:5]
         hint = f"; did you mean {', '.join(close)}?" if close else ""
@@ -200,14 +256,14 @@ def vec_env(
     render_mode: str | None = None,
 ) -> VecEnv:
     """``env_id`` as a seeded VecEnv (no normalization); an env that cannot be made is one ZooError."""
-    kwargs = dict(env_kwargs or {})
+    check_env_id(env_id)
+    kwargs = dict(check_env_kwargs(env_kwargs or {}, "env_kwargs"))
     if render_mode is not None:
         kwargs["render_mode"] = render_mode
     try:
         return make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=kwargs)
     except Exception as error:  # gymnasium raises NameNotFound, DependencyNotInstalled, TypeError for kwargs...
-        check_env_id(env_id)
-        raise ZooError(f"cannot make env {env_id!r}: {first_line(error)}") from None
+        raise ZooError(f"cannot make env {env_id!r} with env_kwargs {env_kwargs or {}}: {first_line(error)}") from None
 
 
 def make_env(config: RunConfig, seed: int, n_envs: int | None = None) -> VecEnv:
@@ -221,5 +277,6 @@ def make_model(config: RunConfig, env: VecEnv, seed: int, verbose: int = 0) -> B
         return ALGOS[config.algo](
             config.policy, env, seed=seed, verbose=verbose, device="cpu", **config.algorithm_kwargs()
         )
-    except (ValueError, TypeError) as error:
-        raise ZooError(f"bad hyperparameters for {config.algo} on {config.env_id}: {error}") from None
+    except Exception as error:  # constructors raise ValueError, TypeError, AssertionError, torch's RuntimeError...
+        detail = str(error) if isinstance(error, (ValueError, TypeError)) else first_line(error)
+        raise ZooError(f"bad hyperparameters for {config.algo} on {config.env_id}: {detail}") from None

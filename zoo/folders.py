@@ -1,4 +1,6 @@
-"""Folders written so that a reader never sees half of one: build in a staging folder, then move into place."""
+"""Files and folders written so that a reader never sees half of one: write a temporary file or build a staging
+folder beside the target, then rename it into place. A write that fails midway (disk full, quota, a file size
+limit, Ctrl-C) leaves the previous file as it was, never a truncated one."""
 
 from __future__ import annotations
 
@@ -7,10 +9,34 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from zoo.errors import ZooError
+from zoo.errors import ZooError, first_line
+
+
+def write_atomically(path: str | Path, write: Callable[[Path], object], what: str = "file") -> Path:
+    """``write(temporary)``, then the temporary file (flushed to disk) renamed to ``path``.
+
+    The temporary file sits beside ``path`` (same filesystem, so the rename is atomic) and keeps its suffix, since
+    some writers add one (SB3's ``save`` appends ``.zip`` to a path without it). A failed write removes it and
+    raises a ZooError naming ``what`` and ``path``, which still holds its previous content, if it had one.
+    """
+    path = Path(path)
+    temporary = path.with_name(f".{path.stem}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}{path.suffix}")
+    try:
+        write(temporary)
+        with temporary.open("rb+") as file:  # delayed allocation can report a full disk only here
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except OSError as error:
+        before = "it keeps its previous content" if path.exists() else "nothing was written there"
+        raise ZooError(f"could not write the {what} {path}: {first_line(error)}; {before}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+    return path
 
 
 @contextlib.contextmanager

@@ -3,12 +3,18 @@
 A run folder keeps SB3's ``vecnormalize.pkl`` (:mod:`zoo.runs` converts it on reading); a packaged agent keeps
 ``vec_normalize.json`` (:meth:`VecNormalizeStats.to_json`). Everything in between passes this dataclass, and
 :meth:`VecNormalizeStats.wrap` puts the statistics around an env again.
+
+``vec_normalize.json`` may come from a download, so :meth:`VecNormalizeStats.from_json` trusts none of it: a known
+format and version, settings of the right type and range (:func:`check_settings`: ``clip_obs > 0``...), shapes of
+at most :data:`MAX_ELEMENTS` entries, and statistics that are numbers (not strings), finite, with positive
+variances and count. Anything else is one ZooError naming the field.
 """
 
 from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +27,48 @@ from zoo.errors import ZooError
 FORMAT = "sb3-reinforce-agent/vec-normalize"
 FORMAT_VERSION = 1
 JSON_FILE = "vec_normalize.json"
+# The most entries one statistic may have (an 84x84x4 image has 28,224): a bound on what a file can allocate.
+MAX_ELEMENTS = 1 << 22
+MAX_DIMENSIONS = 8
+# VecNormalize's keyword arguments (``normalize:`` in a config) and what each must be.
+SETTINGS = ("norm_obs", "norm_reward", "clip_obs", "clip_reward", "gamma", "epsilon", "norm_obs_keys")
+
+
+def is_number(value: Any) -> bool:
+    """A real number that JSON or YAML can hold (bool is not one), finite."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_settings(settings: Any, source: str, *, complete: bool = False) -> dict[str, Any]:
+    """VecNormalize's keyword arguments, checked: booleans are booleans, ``clip_obs``, ``clip_reward`` and
+    ``epsilon`` finite and > 0, ``gamma`` in [0, 1], ``norm_obs_keys`` None or a list of names. ``complete``:
+    every setting must be there (a vec_normalize.json); otherwise a subset (a config's ``normalize:``)."""
+    if not isinstance(settings, Mapping):
+        raise ZooError(f"{source} must be a mapping of VecNormalize settings, got {settings!r}")
+    unknown = [key for key in settings if key not in SETTINGS]
+    if unknown:
+        raise ZooError(f"{source}: unknown key {unknown[0]!r}; allowed: {', '.join(SETTINGS)}")
+    missing = [key for key in SETTINGS if key not in settings] if complete else []
+    if missing:
+        raise ZooError(f"{source}: {missing[0]} is missing")
+    checked: dict[str, Any] = {}
+    for key, value in settings.items():
+        if key in ("norm_obs", "norm_reward"):
+            ok = isinstance(value, bool)
+            wanted = "true or false"
+        elif key == "gamma":
+            ok = is_number(value) and 0.0 <= value <= 1.0
+            wanted = "a number in [0, 1]"
+        elif key == "norm_obs_keys":
+            ok = value is None or (isinstance(value, list) and all(isinstance(item, str) for item in value))
+            wanted = "null or a list of observation keys"
+        else:
+            ok = is_number(value) and value > 0
+            wanted = "a finite number > 0"
+        if not ok:
+            raise ZooError(f"{source}: {key} must be {wanted}, got {value!r}")
+        checked[key] = float(value) if is_number(value) else value
+    return checked
 
 
 def _rms_to_json(rms: RunningMeanStd, where: str) -> dict[str, Any]:
@@ -31,12 +79,46 @@ def _rms_to_json(rms: RunningMeanStd, where: str) -> dict[str, Any]:
     return {"shape": list(mean.shape), "mean": mean.tolist(), "var": var.tolist(), "count": float(rms.count)}
 
 
-def _rms_from_json(data: dict[str, Any]) -> RunningMeanStd:
-    shape = tuple(int(x) for x in data["shape"])
+def _shape(value: Any, where: str) -> tuple[int, ...]:
+    if not (
+        isinstance(value, list)
+        and len(value) <= MAX_DIMENSIONS
+        and all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_ELEMENTS for n in value)
+        and math.prod(value) <= MAX_ELEMENTS
+    ):
+        raise ZooError(
+            f"{where}.shape must be a list of at most {MAX_DIMENSIONS} sizes with at most {MAX_ELEMENTS} "
+            f"entries in all, got {value!r}"[:300]
+        )
+    return tuple(value)
+
+
+def _array(value: Any, shape: tuple[int, ...], where: str) -> np.ndarray:
+    """Nested lists of exactly ``shape`` holding finite numbers, as float64 (walked level by level, no recursion)."""
+    level = [value]
+    for depth, size in enumerate(shape):
+        if not all(isinstance(item, list) and len(item) == size for item in level):
+            raise ZooError(f"{where} does not have the shape {list(shape)} (at depth {depth})")
+        level = [element for item in level for element in item]
+    if not all(is_number(item) for item in level):
+        bad = next(item for item in level if not is_number(item))
+        raise ZooError(f"{where} must hold finite numbers, found {bad!r}"[:300])
+    return np.asarray(level, dtype=np.float64).reshape(shape)
+
+
+def _rms_from_json(data: Any, where: str) -> RunningMeanStd:
+    if not isinstance(data, Mapping) or set(data) != {"shape", "mean", "var", "count"}:
+        raise ZooError(f"{where} must be a mapping with exactly shape, mean, var and count")
+    shape = _shape(data["shape"], where)
+    mean = _array(data["mean"], shape, f"{where}.mean")
+    var = _array(data["var"], shape, f"{where}.var")
+    if not np.all(var > 0):
+        raise ZooError(f"{where}.var must be positive, found {float(var.min())!r}")
+    count = data["count"]
+    if not (is_number(count) and count > 0):
+        raise ZooError(f"{where}.count must be a finite number > 0, got {count!r}")
     rms = RunningMeanStd(shape=shape)
-    rms.mean = np.asarray(data["mean"], dtype=np.float64).reshape(shape)
-    rms.var = np.asarray(data["var"], dtype=np.float64).reshape(shape)
-    rms.count = float(data["count"])
+    rms.mean, rms.var, rms.count = mean, var, float(count)
     return rms
 
 
@@ -106,30 +188,37 @@ class VecNormalizeStats:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> VecNormalizeStats:
-        try:
-            raw = data["obs_rms"]
-            obs_rms: RunningMeanStd | dict[str, RunningMeanStd] | None
-            if raw is None:
-                obs_rms = None
-            elif "shape" in raw:
-                obs_rms = _rms_from_json(raw)
-            else:
-                obs_rms = {key: _rms_from_json(item) for key, item in raw.items()}
-            keys = data.get("norm_obs_keys")
-            return cls(
-                norm_obs=bool(data["norm_obs"]),
-                norm_reward=bool(data["norm_reward"]),
-                clip_obs=float(data["clip_obs"]),
-                clip_reward=float(data["clip_reward"]),
-                gamma=float(data["gamma"]),
-                epsilon=float(data["epsilon"]),
-                norm_obs_keys=list(keys) if keys is not None else None,
-                obs_rms=obs_rms,
-                ret_rms=_rms_from_json(data["ret_rms"]),
-            )
-        except (KeyError, TypeError, ValueError, AttributeError) as error:
-            raise ZooError(f"invalid {JSON_FILE}: {error!r}") from None
+    def from_json(cls, data: Any) -> VecNormalizeStats:
+        """Statistics from a ``vec_normalize.json`` mapping, every field checked (see the module doc)."""
+        source = JSON_FILE
+        if not isinstance(data, Mapping) or data.get("format") != FORMAT:
+            found = data.get("format") if isinstance(data, Mapping) else type(data).__name__
+            raise ZooError(f"{source} is not a {FORMAT} file (format={found!r})")
+        version = data.get("format_version")
+        if not (isinstance(version, int) and not isinstance(version, bool) and 1 <= version <= FORMAT_VERSION):
+            raise ZooError(f"{source}: unknown format_version {version!r}; this zoo reads 1 to {FORMAT_VERSION}")
+        unknown = [key for key in data if key not in {"format", "format_version", "obs_rms", "ret_rms", *SETTINGS}]
+        if unknown:
+            raise ZooError(f"{source}: unknown key {unknown[0]!r}")
+        settings = check_settings({key: data[key] for key in SETTINGS if key in data}, source, complete=True)
+        if "obs_rms" not in data or "ret_rms" not in data:
+            raise ZooError(f"{source}: obs_rms and ret_rms are required")
+        raw = data["obs_rms"]
+        obs_rms: RunningMeanStd | dict[str, RunningMeanStd] | None
+        if raw is None:
+            obs_rms = None
+        elif isinstance(raw, Mapping) and "shape" in raw:
+            obs_rms = _rms_from_json(raw, f"{source}: obs_rms")
+        elif isinstance(raw, Mapping) and 0 < len(raw) <= 64:
+            obs_rms = {str(key): _rms_from_json(item, f"{source}: obs_rms[{key!r}]") for key, item in raw.items()}
+        else:
+            raise ZooError(f"{source}: obs_rms must be null, statistics, or a mapping of at most 64 keys to them")
+        if settings["norm_obs"] and obs_rms is None:
+            raise ZooError(f"{source}: norm_obs is true but obs_rms is null")
+        ret_rms = _rms_from_json(data["ret_rms"], f"{source}: ret_rms")
+        if ret_rms.mean.shape != ():
+            raise ZooError(f"{source}: ret_rms.shape must be [] (one return per env), got {list(ret_rms.mean.shape)}")
+        return cls(obs_rms=obs_rms, ret_rms=ret_rms, **settings)
 
     def wrap(self, venv: VecEnv, *, training: bool = False, norm_reward: bool | None = None) -> VecNormalize:
         """``venv`` wrapped in a VecNormalize with these statistics, frozen by default (``training=False``).

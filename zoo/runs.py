@@ -12,12 +12,11 @@ import pickle
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
 
 from zoo.algos import ALGOS
-from zoo.config import RunConfig
+from zoo.config import RunConfig, safe_yaml
 from zoo.errors import ZooError, first_line
 from zoo.normalization import VecNormalizeStats
 
@@ -39,15 +38,29 @@ def model_file(env_id: str) -> str:
     return f"{env_id}.zip"
 
 
-def next_run_dir(log_folder: Path, algo: str, env_id: str) -> Path:
-    """``log_folder/<algo>/<env>_<k>`` with the first ``k`` not taken (the folder itself is not created)."""
+def claim_run_dir(log_folder: Path, algo: str, env_id: str) -> Path:
+    """Create and return ``log_folder/<algo>/<env>_<k>`` with the first ``k`` not taken.
+
+    The folder is claimed by creating it (``mkdir`` fails if it exists), so two runs started at the same instant
+    into one log folder get two folders instead of racing on the same index. An unusable log folder (a file, no
+    permission, a read-only disk) is one ZooError.
+    """
     parent = log_folder / algo
-    parent.mkdir(parents=True, exist_ok=True)
-    taken = {p.name for p in parent.iterdir()}
-    index = 1
-    while f"{env_id}_{index}" in taken:
-        index += 1
-    return parent / f"{env_id}_{index}"
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        taken = {p.name for p in parent.iterdir()}
+        index = 1
+        while True:
+            while f"{env_id}_{index}" in taken:
+                index += 1
+            run_dir = parent / f"{env_id}_{index}"
+            try:
+                run_dir.mkdir()
+                return run_dir
+            except FileExistsError:  # another run took it since we listed the folder
+                taken.add(run_dir.name)
+    except OSError as error:
+        raise ZooError(f"cannot create a run folder under --log-folder {log_folder}: {first_line(error)}") from None
 
 
 @dataclass
@@ -82,20 +95,24 @@ def load_run(path: str | Path, env_id: str) -> Run:
     model = _load_model(path, [config.algo] if config else list(ALGOS))
     stats = _read_vec_normalize(run_dir / VEC_NORMALIZE_PKL, env_id)
     command_path = run_dir / COMMAND_FILE
-    command = command_path.read_text(encoding="utf-8").strip() if command_path.is_file() else None
+    command = command_path.read_text(encoding="utf-8", errors="replace").strip() if command_path.is_file() else None
     return Run(model, path, config, seed, stats, command or None)
 
 
 def _read_config(path: Path) -> tuple[RunConfig | None, int | None]:
+    """config.yml beside a model, validated (a broken one is one ZooError naming it), and its seed."""
     if not path.is_file():
         return None, None
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as error:
-        raise ZooError(f"{path} is not valid YAML: {error}") from None
-    if not isinstance(data, dict):
-        raise ZooError(f"{path} is not a mapping")
-    return RunConfig.from_data(data), data.get("seed")
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ZooError(f"cannot read {path}: {first_line(error)}") from None
+    data = safe_yaml(text, str(path))
+    config = RunConfig.from_data(data, source=str(path))
+    seed = data.get("seed")
+    if seed is not None and not (isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0):
+        raise ZooError(f"{path}: seed must be an integer >= 0, got {seed!r}")
+    return config, seed
 
 
 def _load_model(path: Path, algos: list[str]) -> BaseAlgorithm:

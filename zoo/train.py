@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -13,15 +14,19 @@ from typing import Any
 import numpy as np
 import torch as th
 import yaml
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
 from stable_baselines3.common.logger import configure
-from stable_baselines3.common.vec_env import VecNormalize
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from zoo.algos import ALGOS
-from zoo.config import RunConfig, check_env_id, get_config, make_env, make_model
-from zoo.errors import ZooError
+from zoo.config import RunConfig, check_env_id, get_config, make_env, make_model, safe_yaml
+from zoo.errors import ZooError, first_line
 from zoo.evaluate import evaluate_episodes
-from zoo.runs import COMMAND_FILE, CONFIG_YML, VEC_NORMALIZE_PKL, model_file, next_run_dir
+from zoo.folders import write_atomically
+from zoo.runs import BEST_MODEL_FILE, COMMAND_FILE, CONFIG_YML, VEC_NORMALIZE_PKL, claim_run_dir, model_file
+
+MAX_SEED = 2**32 - 1  # numpy's and gymnasium's seeds are 32-bit and not negative
 
 
 def parse_overrides(items: list[str]) -> dict[str, Any]:
@@ -31,7 +36,7 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
         key, sep, text = item.partition("=")
         if not sep or not key:
             raise ZooError(f"--hyperparams takes key=value pairs, got {item!r}")
-        value = yaml.safe_load(text)
+        value = safe_yaml(text, f"--hyperparams {key}")
         if isinstance(value, str):
             for number in (int, float):
                 try:
@@ -44,14 +49,23 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
 
 
 class TimedEvalCallback(EvalCallback):
-    """EvalCallback that also adds up the wall-clock its evaluations take, so training time can exclude it."""
+    """EvalCallback that also adds up the wall-clock its evaluations take, so training time can exclude it, and
+    writes each new best model atomically (SB3's own writes in place: a failed save would truncate the last one)."""
 
     eval_seconds = 0.0
 
+    def __init__(self, eval_env: VecEnv, *, best_model_save_path: str | None = None, **kwargs: Any) -> None:
+        super().__init__(eval_env, best_model_save_path=None, **kwargs)
+        self.best_model_file = Path(best_model_save_path) / BEST_MODEL_FILE if best_model_save_path else None
+
     def _on_step(self) -> bool:
         start = time.perf_counter()
+        best = self.best_mean_reward
         try:
-            return super()._on_step()
+            continue_training = super()._on_step()
+            if self.best_model_file is not None and self.best_mean_reward > best:
+                write_atomically(self.best_model_file, self.model.save, "best model")
+            return continue_training
         finally:
             self.eval_seconds += time.perf_counter() - start
 
@@ -64,6 +78,14 @@ class TrainResult:
     std_reward: float
     n_timesteps: int
     train_seconds: float
+
+
+def save_final(model: BaseAlgorithm, env: VecEnv, run_dir: Path, env_id: str) -> list[Path]:
+    """The final model, and the VecNormalize statistics when the run normalizes, each written atomically."""
+    saved = [write_atomically(run_dir / model_file(env_id), model.save, "final model")]
+    if isinstance(env, VecNormalize):
+        saved.append(write_atomically(run_dir / VEC_NORMALIZE_PKL, lambda path: env.save(str(path)), "statistics"))
+    return saved
 
 
 def train(
@@ -82,47 +104,74 @@ def train(
     VecNormalize statistics when used, evaluations.npz, progress.csv and TensorBoard events.
 
     ``after_eval`` runs after each periodic evaluation (SB3's ``callback_after_eval``: it reads
-    ``self.parent.last_mean_reward``); returning False stops training early, as ``zoo tune``'s pruner does."""
-    run_dir = next_run_dir(Path(log_folder), config.algo, config.env_id)
-    run_dir.mkdir(parents=True)
-    (run_dir / CONFIG_YML).write_text(yaml.safe_dump(config.to_data(seed), sort_keys=False))
-    (run_dir / COMMAND_FILE).write_text((command or "") + "\n")
-    if verbose:
-        print(f"Training {config.algo} on {config.env_id} (seed {seed}) into {run_dir}")
-        print(yaml.safe_dump(config.to_data(seed), sort_keys=False))
+    ``self.parent.last_mean_reward``); returning False stops training early, as ``zoo tune``'s pruner does.
 
+    The envs and the model are built before the run folder is claimed, and a run that fails before it saved a
+    model removes its folder, so a failure leaves no stub behind. Models and statistics are written atomically.
+    Ctrl-C saves the final model and statistics as they are, says where, and raises KeyboardInterrupt again.
+    """
+    if not (isinstance(seed, int) and 0 <= seed <= MAX_SEED):
+        raise ZooError(f"seed must be an integer in [0, {MAX_SEED}], got {seed!r}")
     env = make_env(config, seed)
     eval_env = make_env(config, seed + 10_000, n_envs=1)
-    norm = config.normalize_kwargs()
-    if norm is not None:
-        env = VecNormalize(env, **{"gamma": config.hyperparams.get("gamma", 0.99), **norm})
-        # Evaluation reads the training statistics (EvalCallback syncs them) and reports raw rewards.
-        eval_env = VecNormalize(eval_env, training=False, **{**norm, "norm_reward": False})
-    model = make_model(config, env, seed)
-    model.set_logger(configure(str(run_dir), ["stdout", "csv", "tensorboard"] if verbose else ["csv", "tensorboard"]))
-    frequency = eval_freq or max(config.n_timesteps // 20, 1)
-    evaluation = TimedEvalCallback(
-        eval_env,
-        eval_freq=max(frequency // config.n_envs, 1),
-        n_eval_episodes=eval_episodes,
-        best_model_save_path=str(run_dir),
-        log_path=str(run_dir),
-        deterministic=True,
-        verbose=verbose,
-        callback_after_eval=after_eval,
-    )
-    start = time.perf_counter()
-    model.learn(config.n_timesteps, callback=evaluation, progress_bar=progress_bar)
-    seconds = time.perf_counter() - start - evaluation.eval_seconds
-    model_path = run_dir / model_file(config.env_id)
-    model.save(model_path)
-    if isinstance(env, VecNormalize) and isinstance(eval_env, VecNormalize):
-        env.save(str(run_dir / VEC_NORMALIZE_PKL))
-        eval_env.obs_rms = env.obs_rms
-    rewards, _ = evaluate_episodes(model, eval_env, final_eval_episodes)
+    run_dir: Path | None = None
+    try:
+        norm = config.normalize_kwargs()
+        if norm is not None:
+            env = VecNormalize(env, **{"gamma": config.hyperparams.get("gamma", 0.99), **norm})
+            # Evaluation reads the training statistics (EvalCallback syncs them) and reports raw rewards.
+            eval_env = VecNormalize(eval_env, training=False, **{**norm, "norm_reward": False})
+        model = make_model(config, env, seed)
+        run_dir = claim_run_dir(Path(log_folder), config.algo, config.env_id)
+        try:
+            (run_dir / CONFIG_YML).write_text(yaml.safe_dump(config.to_data(seed), sort_keys=False))
+            (run_dir / COMMAND_FILE).write_text((command or "") + "\n")
+        except OSError as error:
+            raise ZooError(f"cannot write in the run folder {run_dir}: {first_line(error)}") from None
+        if verbose:
+            print(f"Training {config.algo} on {config.env_id} (seed {seed}) into {run_dir}")
+            print(yaml.safe_dump(config.to_data(seed), sort_keys=False))
+        model.set_logger(
+            configure(str(run_dir), ["stdout", "csv", "tensorboard"] if verbose else ["csv", "tensorboard"])
+        )
+        frequency = eval_freq or max(config.n_timesteps // 20, 1)
+        evaluation = TimedEvalCallback(
+            eval_env,
+            eval_freq=max(frequency // config.n_envs, 1),
+            n_eval_episodes=eval_episodes,
+            best_model_save_path=str(run_dir),
+            log_path=str(run_dir),
+            deterministic=True,
+            verbose=verbose,
+            callback_after_eval=after_eval,
+        )
+        start = time.perf_counter()
+        try:
+            model.learn(config.n_timesteps, callback=evaluation, progress_bar=progress_bar)
+        except KeyboardInterrupt:
+            saved = save_final(model, env, run_dir, config.env_id)
+            print(
+                f"\ninterrupted after {model.num_timesteps} steps; saved {', '.join(map(str, saved))}",
+                file=sys.stderr,
+            )
+            raise
+        except (FloatingPointError, RuntimeError) as error:  # the algorithm's own guards: diverged, endless episode
+            raise ZooError(f"training stopped after {model.num_timesteps} steps: {first_line(error)}") from None
+        except OSError as error:  # the logger or the evaluation could not write
+            raise ZooError(f"training stopped: cannot write in {run_dir}: {first_line(error)}") from None
+        seconds = time.perf_counter() - start - evaluation.eval_seconds
+        model_path, *_ = save_final(model, env, run_dir, config.env_id)
+        if isinstance(env, VecNormalize) and isinstance(eval_env, VecNormalize):
+            eval_env.obs_rms = env.obs_rms
+        rewards, _ = evaluate_episodes(model, eval_env, final_eval_episodes)
+    except BaseException:
+        if run_dir is not None and not any(run_dir.glob("*.zip")):
+            shutil.rmtree(run_dir, ignore_errors=True)  # nothing worth keeping: no stub run folder
+        raise
+    finally:
+        env.close()
+        eval_env.close()
     mean, std = float(np.mean(rewards)), float(np.std(rewards))
-    env.close()
-    eval_env.close()
     if verbose:
         print(
             f"{config.env_id}: mean_reward = {mean:.2f} +/- {std:.2f} over {final_eval_episodes} deterministic "
@@ -157,6 +206,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     check_env_id(args.env)
+    if not 0 <= args.seed <= MAX_SEED:
+        raise ZooError(f"--seed must be in [0, {MAX_SEED}], got {args.seed}")
+    for name in ("eval_freq", "eval_episodes"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise ZooError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
     overrides = parse_overrides(args.hyperparams)
     if args.n_timesteps is not None:
         overrides["n_timesteps"] = args.n_timesteps
