@@ -11,7 +11,7 @@ from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedul
 from stable_baselines3.common.utils import FloatSchedule, explained_variance, obs_as_tensor
 from torch.nn import functional as F
 
-from sb3_reinforce.common.episodic import EpisodicOnPolicyAlgorithm
+from sb3_reinforce.common.episodic import EpisodicOnPolicyAlgorithm, check_finite_observations
 from sb3_reinforce.common.gae import compute_gae, discounted_cumsum
 from sb3_reinforce.reinforce.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
 
@@ -156,7 +156,7 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         ent_coef: float = 0.0,
         vf_coef: float = 0.5,
         vf_learning_rate: float | Schedule = 1e-3,
-        vf_n_epochs: int = 10,
+        vf_n_epochs: int = 80,
         vf_batch_size: int | None = None,
         max_grad_norm: float | None = 0.5,
         normalize_advantage: bool = True,
@@ -202,8 +202,8 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
             max_grad_norm is None or max_grad_norm > 0.0, f"max_grad_norm must be > 0 or None, got {max_grad_norm!r}"
         )
         _check(
-            callable(learning_rate) or float(learning_rate) > 0.0,
-            f"learning_rate must be > 0 or a schedule, got {learning_rate!r}",
+            callable(learning_rate) or _positive_finite(learning_rate),
+            f"learning_rate must be > 0 and finite, or a schedule, got {learning_rate!r}",
         )
         _check(
             isinstance(sde_sample_freq, (int, np.integer)) and (sde_sample_freq == -1 or sde_sample_freq >= 1),
@@ -319,10 +319,16 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         """One policy step on the collected batch of complete episodes, then the critic's fit to it."""
         if not self.policy.training:
             self.policy.set_training_mode(True)
+        # Both rates are checked before anything moves: a nan rate would reach the parameters through a step.
+        self._check_rate("learning rate", self.lr_schedule)
+        if self.fits_critic:
+            self._check_rate("critic learning rate", self.vf_lr_schedule)
         self._update_learning_rate(self.policy.optimizer)
         buffer = self.rollout_buffer
         mask = buffer.valid_mask()
-        observations = obs_as_tensor(buffer.flat_observations(mask), self.device)
+        flat_observations = buffer.flat_observations(mask)
+        check_finite_observations(flat_observations, self.num_timesteps)
+        observations = obs_as_tensor(flat_observations, self.device)
         actions = th.as_tensor(buffer.actions[: buffer.n_steps][mask], device=self.device)
         if isinstance(self.action_space, spaces.Discrete):
             actions = actions.long().flatten()
@@ -415,6 +421,12 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
             "train/explained_variance_after_fit",
             float(explained_variance(fitted.cpu().numpy(), targets.cpu().numpy())),
         )
+
+    def _check_rate(self, what: str, schedule: Schedule) -> None:
+        """FloatingPointError if the schedule's rate now is nan or infinite."""
+        rate = schedule(self._current_progress_remaining)
+        if not np.isfinite(rate):
+            raise FloatingPointError(self._nonfinite_message(what, rate))
 
     def _update_vf_learning_rate(self) -> None:
         assert self.vf_optimizer is not None
