@@ -38,6 +38,19 @@ from sb3_reinforce.common.episode_buffer import EpisodeBuffer
 from sb3_reinforce.common.fast_actor import NumpyActor
 
 
+def check_finite_observations(observations: Any, num_timesteps: int) -> None:
+    """Raise FloatingPointError if a floating-point observation (or one entry of a Dict's) is nan or inf."""
+    arrays = observations.values() if isinstance(observations, dict) else [observations]
+    for array in arrays:
+        array = np.asarray(array)
+        if np.issubdtype(array.dtype, np.floating) and not np.isfinite(array).all():
+            bad = array[~np.isfinite(array)].reshape(-1)[0]
+            raise FloatingPointError(
+                f"non-finite observation ({bad}) by num_timesteps={num_timesteps}; the policy was not changed. "
+                "Check the env for nan/inf observations (VecCheckNan) or clip them (VecNormalize's clip_obs)."
+            )
+
+
 def episode_quotas(n_episodes: int, n_envs: int) -> np.ndarray:
     """Episodes each env contributes: ``n_episodes`` split over ``n_envs``, the first ones taking the remainder."""
     quotas = np.full(n_envs, n_episodes // n_envs, dtype=np.int64)
@@ -128,7 +141,11 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
     def _sample_torch(self, observations: Any, actions: np.ndarray) -> None:
         with th.no_grad():
             obs_tensor = obs_as_tensor(observations, self.device)
-            sampled = self.policy.get_distribution(obs_tensor).get_actions()
+            try:
+                sampled = self.policy.get_distribution(obs_tensor).get_actions()
+            except ValueError:  # torch's distributions refuse nan parameters: say where they came from
+                check_finite_observations(observations, self.num_timesteps)
+                raise
         actions[:] = sampled.cpu().numpy().reshape(actions.shape)
 
     def collect_rollouts(  # type: ignore[override]
@@ -179,6 +196,9 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
             assert isinstance(self.action_space, spaces.Box)
             low, high = self.action_space.low.reshape(-1), self.action_space.high.reshape(-1)
             action_shape = (num_envs, *self.action_space.shape)
+        # The start of the oldest episode still counted: compared every step (one subtraction), recomputed only
+        # when an episode ends, so max_episode_steps holds exactly at no measurable cost.
+        oldest_start = 0
         t = 0
         while unmet:
             if t == buffer.capacity:
@@ -222,18 +242,18 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
                     if finished[index] == quotas[index]:
                         buffer.valid_len[index] = t + 1
                         unmet -= 1
+                counted = episode_start[finished < quotas]
+                oldest_start = int(counted.min()) if counted.size else t + 1
             observations = new_obs
             t += 1
             buffer.n_steps = t
-            # Checked every 1024 steps: a bound, not a per-step cost.
-            if t % 1024 == 0:
+            if t - oldest_start > self.max_episode_steps:
                 running = np.where(finished < quotas, t - episode_start, 0)
-                if running.max() > self.max_episode_steps:
-                    raise RuntimeError(
-                        f"env {int(running.argmax())} has run {int(running.max())} steps without ending an "
-                        f"episode (max_episode_steps={self.max_episode_steps}); wrap it in "
-                        "gymnasium.wrappers.TimeLimit or raise max_episode_steps"
-                    )
+                raise RuntimeError(
+                    f"env {int(running.argmax())} has run {int(running.max())} steps without ending an "
+                    f"episode (max_episode_steps={self.max_episode_steps}); wrap it in "
+                    "gymnasium.wrappers.TimeLimit or raise max_episode_steps"
+                )
 
         self._last_obs = observations
         self.logger.record("rollout/unused_frac", buffer.unused_fraction())
