@@ -10,10 +10,15 @@ source you trust. The files written here are plain data instead:
 - ``vec_normalize.json``: VecNormalize statistics (:mod:`zoo.normalization`), when observations or rewards were
   normalized.
 
-:func:`load_agent` rebuilds the model with ``cls(policy, env=None, _init_setup_model=False, **hyperparams)``, sets
-the spaces, calls ``_setup_model()`` and loads the weights only after they were checked against the manifest and
-against the freshly built policy, so a truncated, modified or mismatched file is an error rather than a model
-that silently behaves differently. This module knows neither the Hub nor the command line.
+These files may come from a download, so loading trusts none of them. :func:`read_config` checks every field of
+config.json before anything uses it (:func:`check_config`: a known format and version, numbers that are numbers,
+names from the zoo's tables, an env id in gymnasium's registry form, spaces and ``n_envs`` within
+:data:`MAX_SPACE_ELEMENTS` and :data:`MAX_N_ENVS`). :func:`load_agent` then checks the weights file against the
+manifest (size, sha256), builds the policy on torch's ``meta`` device (no memory) and compares its tensors with
+the manifest's and its size with the file's, so a small config cannot make it allocate a network its weights do
+not hold; only then does it rebuild the model with ``cls(policy, env=None, _init_setup_model=False,
+**hyperparams)``, ``_setup_model()`` and load the weights, checked once more against the built policy. Every
+failure is one ZooError naming the file and field. This module knows neither the Hub nor the command line.
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ import hashlib
 import json
 import math
 import platform
+import re
 from collections import OrderedDict
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -33,16 +40,37 @@ import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
+from torch.distributions import Distribution
 
-from zoo.algos import ALGOS, algo_name, hyperparams_from_model, plain, policy_alias, resolve
-from zoo.errors import ZooError
+from zoo.algos import (
+    ALGOS,
+    TRAINING_ONLY,
+    algo_name,
+    constructor_keys,
+    hyperparams_from_model,
+    plain,
+    policy_alias,
+    resolve,
+)
+from zoo.config import ENV_ID_FORM, _check_value, check_env_kwargs
+from zoo.errors import ZooError, first_line
 from zoo.normalization import JSON_FILE as VEC_NORMALIZE_JSON
-from zoo.normalization import VecNormalizeStats
+from zoo.normalization import VecNormalizeStats, check_settings
 
 FORMAT = "sb3-reinforce-agent"
 FORMAT_VERSION = 1
 CONFIG_JSON = "config.json"
 WEIGHTS_FILE = "model.safetensors"
+# Bounds on what a downloaded config.json may make the loader allocate before the weights are seen.
+MAX_SPACE_ELEMENTS = 1 << 22  # entries of one space (an 84x84x4 image has 28,224)
+MAX_N_ENVS = 1024
+MAX_BUFFER_ELEMENTS = 1 << 28  # the rollout buffer's observations and actions, in entries
+MAX_JSON_BYTES = 64 << 20
+BOX_DTYPES = {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"}
+INT_DTYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
+# A file a config.json names: a plain name in the agent's folder, never a path out of it.
+FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,200}$")
 VERSION_PACKAGES = {
     "sb3_reinforce": "sb3-reinforce",
     "stable_baselines3": "stable-baselines3",
@@ -71,12 +99,42 @@ def _array_to_json(array: np.ndarray) -> Any:
     return array.tolist()
 
 
-def _array_from_json(value: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    if isinstance(value, list):
-        array = np.array(value, dtype=object)
-        floats = np.vectorize(float, otypes=[np.float64])(array) if array.size else np.zeros(0)
-        return np.asarray(floats, dtype=dtype).reshape(shape)
-    return np.full(shape, float(value), dtype=dtype)
+def _integer(value: Any, where: str, low: int, high: int) -> int:
+    if not (isinstance(value, int) and not isinstance(value, bool) and low <= value <= high):
+        raise ZooError(f"{where} must be an integer in [{low}, {high}], got {value!r}"[:300])
+    return value
+
+
+def _integers(value: Any, where: str, low: int, high: int, min_len: int = 1) -> list[int]:
+    if not (isinstance(value, list) and min_len <= len(value) <= 32):
+        raise ZooError(f"{where} must be a list of {min_len} to 32 integers, got {value!r}"[:300])
+    return [_integer(item, f"{where}[{i}]", low, high) for i, item in enumerate(value)]
+
+
+def _bound_number(value: Any) -> float | None:
+    """A bound as JSON holds it: a number, or "inf"/"-inf" (JSON has no infinity); None for anything else."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value):
+        return float(value)
+    return {"inf": math.inf, "-inf": -math.inf}.get(value) if isinstance(value, str) else None
+
+
+def _array_from_json(value: Any, shape: tuple[int, ...], dtype: np.dtype, where: str) -> np.ndarray:
+    """One bound of a Box: a single number (constant bounds) or nested lists of exactly ``shape``, walked level by
+    level (no recursion), every entry a number or an infinity."""
+    if not isinstance(value, list):
+        number = _bound_number(value)
+        if number is None:
+            raise ZooError(f"{where} must be a number, 'inf', '-inf' or nested lists of them, got {value!r}"[:300])
+        return np.full(shape, number, dtype=dtype)
+    level = [value]
+    for depth, size in enumerate(shape):
+        if not all(isinstance(item, list) and len(item) == size for item in level):
+            raise ZooError(f"{where} does not have the shape {list(shape)} (at depth {depth})")
+        level = [element for item in level for element in item]
+    numbers = [_bound_number(item) for item in level]
+    if any(number is None for number in numbers):
+        raise ZooError(f"{where} must hold numbers or infinities, found {level[numbers.index(None)]!r}"[:300])
+    return np.asarray(numbers, dtype=np.float64).astype(dtype).reshape(shape)
 
 
 def space_to_json(space: spaces.Space) -> dict[str, Any]:
@@ -109,30 +167,75 @@ def space_to_json(space: spaces.Space) -> dict[str, Any]:
     )
 
 
-def space_from_json(data: Any) -> spaces.Space:
+def space_from_json(data: Any, where: str = "space", *, nested: bool = False) -> spaces.Space:
+    """A space written by :func:`space_to_json`, every field checked first: known type and dtype, integer sizes,
+    at most :data:`MAX_SPACE_ELEMENTS` entries, a Dict of at most 64 non-Dict spaces."""
+    if not isinstance(data, Mapping) or not isinstance(data.get("type"), str):
+        raise ZooError(f"{where} must be a mapping with a type, got {data!r}"[:300])
+    kind = data["type"]
+    fields = {
+        "Box": {"type", "shape", "dtype", "low", "high"},
+        "Discrete": {"type", "n", "start", "dtype"},
+        "MultiDiscrete": {"type", "nvec", "start", "dtype"},
+        "MultiBinary": {"type", "n"},
+        "Dict": {"type", "spaces"},
+    }
+    if kind not in fields or (kind == "Dict" and nested):
+        raise ZooError(f"{where}: unknown space type {kind!r}; known: {', '.join(fields)} (a Dict not nested)"[:300])
+    if set(data) != fields[kind]:
+        raise ZooError(f"{where}: a {kind} space has exactly the fields {', '.join(sorted(fields[kind]))}")
     try:
-        kind = data["type"]
         if kind == "Box":
-            shape = tuple(int(x) for x in data["shape"])
+            shape = tuple(_integers(data["shape"], f"{where}.shape", 0, MAX_SPACE_ELEMENTS, min_len=0))
+            if math.prod(shape) > MAX_SPACE_ELEMENTS:
+                raise ZooError(f"{where}.shape {list(shape)} has more than {MAX_SPACE_ELEMENTS} entries")
+            if data["dtype"] not in BOX_DTYPES:
+                raise ZooError(f"{where}.dtype must be one of {', '.join(sorted(BOX_DTYPES))}, got {data['dtype']!r}")
             dtype = np.dtype(data["dtype"])
-            low = _array_from_json(data["low"], shape, dtype)
-            high = _array_from_json(data["high"], shape, dtype)
+            low = _array_from_json(data["low"], shape, dtype, f"{where}.low")
+            high = _array_from_json(data["high"], shape, dtype, f"{where}.high")
             return spaces.Box(low=low, high=high, shape=shape, dtype=dtype)
+        if kind in ("Discrete", "MultiDiscrete") and data["dtype"] not in INT_DTYPES:
+            raise ZooError(f"{where}.dtype must be one of {', '.join(sorted(INT_DTYPES))}, got {data['dtype']!r}")
         if kind == "Discrete":
-            return spaces.Discrete(int(data["n"]), start=int(data["start"]), dtype=np.dtype(data["dtype"]).type)
+            n = _integer(data["n"], f"{where}.n", 1, MAX_SPACE_ELEMENTS)
+            start = _integer(data["start"], f"{where}.start", -(2**62), 2**62)
+            return spaces.Discrete(n, start=start, dtype=np.dtype(data["dtype"]).type)
         if kind == "MultiDiscrete":
-            return spaces.MultiDiscrete(
-                np.array(data["nvec"]), dtype=np.dtype(data["dtype"]).type, start=np.array(data["start"])
-            )
+            nvec = _integers(data["nvec"], f"{where}.nvec", 1, MAX_SPACE_ELEMENTS)
+            starts = _integers(data["start"], f"{where}.start", -(2**62), 2**62)
+            if len(starts) != len(nvec):
+                raise ZooError(f"{where}: start and nvec must have the same length")
+            return spaces.MultiDiscrete(np.array(nvec), dtype=np.dtype(data["dtype"]).type, start=np.array(starts))
         if kind == "MultiBinary":
-            return spaces.MultiBinary(data["n"])
-        if kind == "Dict":
-            return spaces.Dict(OrderedDict((key, space_from_json(sub)) for key, sub in data["spaces"]))
+            n = data["n"]
+            sizes = _integers(n, f"{where}.n", 1, MAX_SPACE_ELEMENTS) if isinstance(n, list) else None
+            count = math.prod(sizes) if sizes else _integer(n, f"{where}.n", 1, MAX_SPACE_ELEMENTS)
+            if count > MAX_SPACE_ELEMENTS:
+                raise ZooError(f"{where}.n {n!r} has more than {MAX_SPACE_ELEMENTS} entries")
+            return spaces.MultiBinary(sizes or count)
+        items = data["spaces"]
+        if not (isinstance(items, list) and 0 < len(items) <= 64):
+            raise ZooError(f"{where}.spaces must be a list of 1 to 64 [name, space] pairs")
+        pairs = []
+        for item in items:
+            if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)):
+                raise ZooError(f"{where}.spaces must hold [name, space] pairs, found {item!r}"[:300])
+            pairs.append((item[0], space_from_json(item[1], f"{where}[{item[0]!r}]", nested=True)))
+        if len({name for name, _ in pairs}) != len(pairs):
+            raise ZooError(f"{where}.spaces has a name twice")
+        return spaces.Dict(OrderedDict(pairs))
     except ZooError:
         raise
-    except (KeyError, TypeError, ValueError) as error:
-        raise ZooError(f"invalid space in {CONFIG_JSON}: {data!r} ({error})") from None
-    raise ZooError(f"invalid space in {CONFIG_JSON}: unknown type {kind!r}")
+    except (TypeError, ValueError, OverflowError) as error:  # gymnasium's own checks (low > high, ...)
+        raise ZooError(f"invalid {where} in {CONFIG_JSON}: {first_line(error)}") from None
+
+
+def space_elements(space: spaces.Space) -> int:
+    """Entries of one observation or action (a Dict's added up)."""
+    if isinstance(space, spaces.Dict):
+        return sum(space_elements(sub) for sub in space.spaces.values())
+    return max(math.prod(space.shape or ()), 1)
 
 
 # -------------------------------------------------------------------------------------------------------- versions
@@ -193,29 +296,33 @@ def _signature(tensors: dict[str, th.Tensor]) -> dict[str, tuple[list[int], str]
     return {name: (list(t.shape), str(t.dtype).removeprefix("torch.")) for name, t in tensors.items()}
 
 
+def _compare(label: str, expected: dict[str, tuple[list[int], str]], other: dict[str, tuple[list[int], str]]) -> None:
+    """ZooError unless ``other`` (the file's or the manifest's tensors) is exactly what the model needs."""
+    missing, unexpected = sorted(expected.keys() - other.keys()), sorted(other.keys() - expected.keys())
+    if missing or unexpected:
+        raise ZooError(
+            f"{label} does not match the model that {CONFIG_JSON} describes: missing {missing[:5] or 'none'}, "
+            f"unexpected {unexpected[:5] or 'none'}"[:400]
+        )
+    for name, (shape, dtype) in expected.items():
+        if other[name] != (shape, dtype):
+            raise ZooError(
+                f"{label} does not match the model that {CONFIG_JSON} describes: {name} is "
+                f"{_describe(*other[name])}, the model needs {_describe(shape, dtype)}"
+            )
+
+
 def load_weights(model: BaseAlgorithm, path: Path, manifest: dict[str, Any]) -> None:
     """Load ``path`` into ``model.policy`` after checking it against the manifest and the rebuilt policy."""
     _check_file(path, manifest, "weights file")
     try:
         tensors = safetensors.torch.load_file(str(path), device="cpu")
     except Exception as error:  # safetensors raises its own SafetensorError, OSError, ValueError...
-        raise ZooError(f"{path.name} is not a valid safetensors file: {error}") from None
+        raise ZooError(f"{path.name} is not a valid safetensors file: {first_line(error)}") from None
     expected = _signature(model.policy.state_dict())
-    found = _signature(tensors)
     recorded = {name: (list(t["shape"]), t["dtype"]) for name, t in manifest.get("tensors", {}).items()}
-    for label, other in (("the weights file", found), (f"the manifest in {CONFIG_JSON}", recorded)):
-        missing, unexpected = sorted(expected.keys() - other.keys()), sorted(other.keys() - expected.keys())
-        if missing or unexpected:
-            raise ZooError(
-                f"{label} does not match the model that {CONFIG_JSON} describes: missing {missing or 'none'}, "
-                f"unexpected {unexpected or 'none'}"
-            )
-        for name, (shape, dtype) in expected.items():
-            if other[name] != (shape, dtype):
-                raise ZooError(
-                    f"{label} does not match the model that {CONFIG_JSON} describes: {name} is "
-                    f"{_describe(*other[name])}, the model needs {_describe(shape, dtype)}"
-                )
+    _compare("the weights file", expected, _signature(tensors))
+    _compare(f"the manifest in {CONFIG_JSON}", expected, recorded)
     model.policy.load_state_dict(tensors, strict=True)
 
 
@@ -271,46 +378,156 @@ def save_agent(
 def read_json(path: Path, missing: str | None = None) -> Any:
     """A downloaded or packaged JSON file, or a one-line ``ZooError`` (``missing`` replaces "not found")."""
     try:
+        if path.stat().st_size > MAX_JSON_BYTES:
+            raise ZooError(f"{path} is larger than {MAX_JSON_BYTES >> 20} MB: not a file this zoo wrote")
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ZooError(missing or f"{path} not found") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ZooError(f"{path} is not valid JSON ({error}): truncated or modified?") from None
+    except (UnicodeDecodeError, ValueError) as error:  # JSONDecodeError, and integers too long to read
+        raise ZooError(f"{path} is not valid JSON ({first_line(error)}): truncated or modified?") from None
+    except RecursionError:
+        raise ZooError(f"{path} is nested too deeply to be a file this zoo wrote") from None
 
 
 def read_config(folder: Path) -> dict[str, Any]:
+    """config.json of an agent folder, every field checked (:func:`check_config`)."""
     path = folder / CONFIG_JSON
-    config = read_json(path)
+    return check_config(read_json(path), str(path))
+
+
+def _file_record(value: Any, where: str, suffix: str) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ZooError(f"{where} must be a mapping with file, size and sha256, got {value!r}"[:300])
+    name = value.get("file")
+    if not (isinstance(name, str) and FILE_NAME.match(name) and name.endswith(suffix)):
+        raise ZooError(f"{where}.file must be a plain file name ending in {suffix} (no folder), got {name!r}"[:300])
+    _integer(value.get("size"), f"{where}.size", 0, 2**50)
+    if not (isinstance(value.get("sha256"), str) and SHA256.match(value["sha256"])):
+        raise ZooError(f"{where}.sha256 must be 64 hexadecimal digits, got {value.get('sha256')!r}"[:300])
+    return dict(value)
+
+
+def check_config(config: Any, source: str = CONFIG_JSON) -> dict[str, Any]:
+    """Every field of a config.json checked before anything uses it; one ZooError naming the field otherwise."""
     if not isinstance(config, dict) or config.get("format") != FORMAT:
-        found = config.get("format") if isinstance(config, dict) else None
-        raise ZooError(f"{path} is not an {FORMAT} config (format={found!r})")
-    if config.get("format_version", 0) > FORMAT_VERSION:
+        found = config.get("format") if isinstance(config, dict) else type(config).__name__
+        raise ZooError(f"{source} is not an {FORMAT} config (format={found!r})"[:300])
+    version = config.get("format_version")
+    if not (isinstance(version, int) and not isinstance(version, bool) and version >= 1):
+        raise ZooError(f"{source}: format_version must be an integer >= 1, got {version!r}"[:300])
+    if version > FORMAT_VERSION:
         raise ZooError(
-            f"{path} has format_version {config['format_version']}; this zoo reads up to {FORMAT_VERSION}: "
-            "upgrade sb3-reinforce"
+            f"{source} has format_version {version}; this zoo reads up to {FORMAT_VERSION}: upgrade sb3-reinforce"
         )
+    algo = config.get("algo")
+    if not isinstance(algo, str) or algo not in ALGOS:
+        raise ZooError(f"{source}: unknown algo {algo!r}; known: {', '.join(ALGOS)}"[:300])
+    cls = ALGOS[algo]
+    env_id = config.get("env_id")
+    if not (isinstance(env_id, str) and len(env_id) <= 200 and ENV_ID_FORM.match(env_id)):
+        raise ZooError(f"{source}: env_id {env_id!r} is not a gymnasium env id ([namespace/]name[-vN])"[:300])
+    check_env_kwargs(config.get("env_kwargs", {}), f"{source}: env_kwargs")
+    policy = config.get("policy")
+    if not isinstance(policy, str) or policy not in cls.policy_aliases:
+        raise ZooError(f"{source}: policy must be one of {', '.join(cls.policy_aliases)}, got {policy!r}"[:300])
+    _check_value("policy_kwargs", config.get("policy_kwargs") or {}, source)
+    hyperparams = config.get("hyperparams")
+    if not isinstance(hyperparams, dict):
+        raise ZooError(f"{source}: hyperparams must be a mapping, got {hyperparams!r}"[:300])
+    allowed = set(constructor_keys(cls)) - {"policy_kwargs"}
+    for key, value in hyperparams.items():
+        if key not in allowed:
+            raise ZooError(f"{source}: hyperparams has an unknown key {key!r} for {algo}"[:300])
+        if key in TRAINING_ONLY:
+            if value not in (None, {}):
+                raise ZooError(f"{source}: hyperparams.{key} must be null or {{}}, got {value!r}"[:300])
+        else:
+            _check_value(key, value, f"{source}: hyperparams")
+    _integer(config.get("n_envs", 1), f"{source}: n_envs", 1, MAX_N_ENVS)
+    _integer(config.get("num_timesteps", 0), f"{source}: num_timesteps", 0, 2**62)
+    for name in ("observation_space", "action_space"):
+        space_from_json(config.get(name), f"{source}: {name}")
+    normalize = config.get("normalize", False)
+    if normalize is not False:
+        check_settings(normalize, f"{source}: normalize", complete=True)
+    config["weights"] = _file_record(config.get("weights"), f"{source}: weights", ".safetensors")
+    tensors = config["weights"].get("tensors")
+    if not (isinstance(tensors, dict) and len(tensors) <= 4096):
+        raise ZooError(f"{source}: weights.tensors must be a mapping of at most 4096 tensors")
+    for name, tensor in tensors.items():
+        if not (isinstance(tensor, Mapping) and set(tensor) == {"shape", "dtype"} and isinstance(tensor["dtype"], str)):
+            raise ZooError(f"{source}: weights.tensors[{name!r}] must hold a shape and a dtype"[:300])
+        _integers(tensor["shape"], f"{source}: weights.tensors[{name!r}].shape", 0, 2**40, min_len=0)
+    if config.get("sb3_zip") is not None:
+        config["sb3_zip"] = _file_record(config["sb3_zip"], f"{source}: sb3_zip", ".zip")
     return config
 
 
-def build_model(config: dict[str, Any], device: th.device | str = "auto") -> BaseAlgorithm:
-    """An untrained model with the architecture and hyperparameters that ``config`` describes."""
-    algo = config.get("algo")
-    if algo not in ALGOS:
-        raise ZooError(f"{CONFIG_JSON}: unknown algo {algo!r}; known: {', '.join(ALGOS)}")
-    cls: Any = ALGOS[algo]
+def _meta_class(policy_class: type) -> type:
+    """``policy_class`` whose modules all live on torch's meta device (they hold shapes, not memory)."""
+    return type(policy_class.__name__, (policy_class,), {"device": property(lambda self: th.device("meta"))})
+
+
+def _check_sizes(model: BaseAlgorithm, config: dict[str, Any], weights: Path) -> None:
+    """Before anything is allocated: the rollout buffer within :data:`MAX_BUFFER_ELEMENTS`, and the policy, built
+    on the meta device, exactly the tensors of the manifest and no larger than the weights file."""
+    n_envs = int(model.n_envs)
+    rows = int(getattr(model, "n_steps", 0)) if not hasattr(model, "n_episodes") else 256
+    entries = rows * n_envs * (space_elements(model.observation_space) + space_elements(model.action_space))
+    if entries > MAX_BUFFER_ELEMENTS:
+        raise ZooError(
+            f"{CONFIG_JSON}: its rollout buffer ({rows} steps x {n_envs} envs of these spaces) would hold {entries} "
+            f"entries, more than {MAX_BUFFER_ELEMENTS}"
+        )
+    model._setup_lr_schedule()
+    validate = Distribution._validate_args
+    Distribution.set_default_validate_args(False)  # nothing to validate in meta tensors
     try:
-        kwargs = resolve({**config["hyperparams"], "policy_kwargs": config.get("policy_kwargs") or {}})
+        with th.device("meta"):
+            policy = _meta_class(model.policy_class)(
+                model.observation_space,
+                model.action_space,
+                model.lr_schedule,
+                use_sde=model.use_sde,
+                **model.policy_kwargs,
+            )
+    finally:
+        Distribution.set_default_validate_args(validate)
+    state = policy.state_dict()
+    expected = _signature(state)
+    recorded = {name: (list(t["shape"]), t["dtype"]) for name, t in config["weights"]["tensors"].items()}
+    _compare(f"the manifest in {CONFIG_JSON}", expected, recorded)
+    nbytes = sum(tensor.numel() * tensor.element_size() for tensor in state.values())
+    if nbytes > weights.stat().st_size:
+        raise ZooError(
+            f"the model {CONFIG_JSON} describes needs {nbytes} bytes of weights, but {weights.name} holds "
+            f"{weights.stat().st_size}"
+        )
+
+
+def _setup(model: BaseAlgorithm, config: dict[str, Any], weights: Path | None) -> None:
+    model.observation_space = space_from_json(config["observation_space"], "observation_space")
+    model.action_space = space_from_json(config["action_space"], "action_space")
+    model.n_envs = int(config.get("n_envs", 1))
+    if weights is not None:
+        _check_sizes(model, config, weights)
+    model._setup_model()
+
+
+def build_model(config: dict[str, Any], device: th.device | str = "auto", weights: Path | None = None) -> BaseAlgorithm:
+    """An untrained model with the architecture and hyperparameters that ``config`` (checked by
+    :func:`check_config`) describes; with ``weights``, its sizes are checked against them before it is built."""
+    algo = config["algo"]
+    cls: Any = ALGOS[algo]
+    kwargs = {key: value for key, value in config["hyperparams"].items() if key not in TRAINING_ONLY}
+    try:
+        kwargs = resolve({**kwargs, "policy_kwargs": config.get("policy_kwargs") or {}})
         model = cls(config["policy"], env=None, _init_setup_model=False, device=device, **kwargs)
-        model.observation_space = space_from_json(config["observation_space"])
-        model.action_space = space_from_json(config["action_space"])
-        model.n_envs = int(config.get("n_envs", 1))
-        model._setup_model()
+        _setup(model, config, weights)
     except ZooError:
         raise
     except Exception as error:  # constructors raise ValueError, TypeError, AssertionError, KeyError...
-        raise ZooError(
-            f"{CONFIG_JSON} does not describe a valid {algo} model: {type(error).__name__}: {error}"
-        ) from None
+        raise ZooError(f"{CONFIG_JSON} does not describe a valid {algo} model: {first_line(error)}") from None
     model.num_timesteps = int(config.get("num_timesteps", 0))
     return model
 
@@ -319,19 +536,24 @@ def load_agent(
     folder: Path, device: th.device | str = "auto", config: dict[str, Any] | None = None
 ) -> tuple[BaseAlgorithm, dict[str, Any], VecNormalizeStats | None]:
     """Rebuild ``(model, config, vec_normalize_stats)`` from a folder written by :func:`save_agent`."""
-    config = config if config is not None else read_config(folder)
+    config = check_config(config, CONFIG_JSON) if config is not None else read_config(folder)
     weights = folder / WEIGHTS_FILE
     if not weights.is_file():
         raise ZooError(f"{weights} not found")
-    model = build_model(config, device)
-    load_weights(model, weights, config.get("weights", {}))
+    _check_file(weights, config["weights"], "weights file")
+    model = build_model(config, device, weights)
+    load_weights(model, weights, config["weights"])
     return model, config, load_stats(folder, config)
 
 
 def load_stats(folder: Path, config: dict[str, Any]) -> VecNormalizeStats | None:
-    """The agent's VecNormalize statistics when ``config`` says it normalizes, else None."""
+    """The agent's VecNormalize statistics when ``config`` says it normalizes, else None; they must be the
+    settings config.json records."""
     if not config.get("normalize"):
         return None
     path = folder / VEC_NORMALIZE_JSON
     missing = f"{CONFIG_JSON} says the agent uses VecNormalize, but {path.name} is missing"
-    return VecNormalizeStats.from_json(read_json(path, missing))
+    stats = VecNormalizeStats.from_json(read_json(path, missing))
+    if stats.settings() != check_settings(config["normalize"], CONFIG_JSON, complete=True):
+        raise ZooError(f"{path.name} does not hold the VecNormalize settings that {CONFIG_JSON} records")
+    return stats

@@ -44,3 +44,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except SystemExit as exit_:  # argparse's own usage errors: already printed as one clear message
         return exit_.code if isinstance(exit_.code, int) else 2
+    except KeyboardInterrupt:  # Ctrl-C: what could be saved was, and said where; no traceback
+        print("interrupted", file=sys.stderr)
+        return 130

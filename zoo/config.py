@@ -39,6 +39,9 @@ ZOO_KEYS = {
     "variant": (str,),
 }
 
+# Seeds of numpy and gymnasium are 32-bit and not negative.
+MAX_SEED = 2**32 - 1
+
 # gymnasium's id form, [namespace/]name[-v<version>], without the "module:" prefix that makes gym.make import a
 # module: an id is only ever looked up in the registry, never imported.
 ENV_ID_FORM = re.compile(r"^(?:[\w.-]+/)?[\w.-]+?(?:-v\d+)?$")
@@ -223,6 +226,13 @@ def _check_value(key: str, value: Any, source: str) -> None:
         raise ZooError(f"{source}: {key} must be a scalar, got {value!r}"[:300])
     elif isinstance(value, float) and not math.isfinite(value):
         raise ZooError(f"{source}: {key} must be finite, got {value!r}")
+
+
+def check_seed(seed: Any, name: str = "seed") -> int:
+    """``seed`` as numpy and gymnasium take it: an integer in [0, 2**32 - 1]; one ZooError naming ``name``."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise ZooError(f"{name} must be an integer in [0, {MAX_SEED}], got {seed!r}")
+    return seed
 
 
 def check_env_kwargs(env_kwargs: Any, source: str) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv
 
-from zoo.config import vec_env
+from zoo.config import check_seed, vec_env
 from zoo.errors import ZooError
 from zoo.normalization import VecNormalizeStats
 from zoo.runs import load_run
@@ -104,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.episodes < 1:
         raise ZooError(f"--episodes must be >= 1, got {args.episodes}")
+    check_seed(args.seed, "--seed")
     mean, std, lengths = evaluate(args.model, args.env, args.episodes, args.deterministic, args.render, args.seed)
     mode = "deterministic" if args.deterministic else "stochastic"
     print(f"{args.env}: mean_reward = {mean:.2f} +/- {std:.2f} over {args.episodes} {mode} episodes")

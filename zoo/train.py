@@ -20,13 +20,11 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from zoo.algos import ALGOS
-from zoo.config import RunConfig, check_env_id, get_config, make_env, make_model, safe_yaml
+from zoo.config import RunConfig, check_env_id, check_seed, get_config, make_env, make_model, safe_yaml
 from zoo.errors import ZooError, first_line
 from zoo.evaluate import evaluate_episodes
 from zoo.folders import write_atomically
 from zoo.runs import BEST_MODEL_FILE, COMMAND_FILE, CONFIG_YML, VEC_NORMALIZE_PKL, claim_run_dir, model_file
-
-MAX_SEED = 2**32 - 1  # numpy's and gymnasium's seeds are 32-bit and not negative
 
 
 def parse_overrides(items: list[str]) -> dict[str, Any]:
@@ -110,8 +108,7 @@ def train(
     model removes its folder, so a failure leaves no stub behind. Models and statistics are written atomically.
     Ctrl-C saves the final model and statistics as they are, says where, and raises KeyboardInterrupt again.
     """
-    if not (isinstance(seed, int) and 0 <= seed <= MAX_SEED):
-        raise ZooError(f"seed must be an integer in [0, {MAX_SEED}], got {seed!r}")
+    check_seed(seed)
     env = make_env(config, seed)
     eval_env = make_env(config, seed + 10_000, n_envs=1)
     run_dir: Path | None = None
@@ -206,8 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     check_env_id(args.env)
-    if not 0 <= args.seed <= MAX_SEED:
-        raise ZooError(f"--seed must be in [0, {MAX_SEED}], got {args.seed}")
+    check_seed(args.seed, "--seed")
     for name in ("eval_freq", "eval_episodes"):
         value = getattr(args, name)
         if value is not None and value < 1:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from huggingface_hub import ModelCard, constants
+from huggingface_hub import CommitOperationAdd, HfApi, ModelCard, constants
 
 from sb3_reinforce import Reinforce
 from zoo.config import RunConfig
@@ -18,7 +19,15 @@ from zoo.hub import PushResult, push_to_hub
 TOKEN = "hf_test_write_token"
 ENV_ID = "CartPole-v1"
 ROOT = Path(__file__).resolve().parents[2]
-PUSHED = {"README.md", "config.json", "config.yml", "model.safetensors", "reinforce-CartPole-v1.zip", "results.json"}
+PUSHED = {
+    "README.md",
+    "config.json",
+    "config.yml",
+    "manifest.json",
+    "model.safetensors",
+    "reinforce-CartPole-v1.zip",
+    "results.json",
+}
 HYPERPARAMS = {"learning_rate": 0.01, "n_episodes": 4, "policy_kwargs": {"net_arch": [16], "activation_fn": "tanh"}}
 
 
@@ -50,6 +59,21 @@ def run_config(normalize: bool | dict[str, Any] = False) -> RunConfig:
             "hyperparams": HYPERPARAMS,
         }
     )
+
+
+def upload_agent(hub_url: str, repo_id: str, files: dict[str, bytes], *, manifest: bool = True) -> None:
+    """A repository holding ``files`` in one commit, with a manifest.json that vouches for them unless told not to:
+    what someone publishing a malicious or broken agent can do."""
+    if manifest:
+        entries = {
+            name: {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()} for name, data in files.items()
+        }
+        document = {"format": "sb3-reinforce-agent/manifest", "format_version": 1, "files": entries}
+        files = {**files, "manifest.json": json.dumps(document).encode()}
+    api = HfApi(endpoint=hub_url, token=TOKEN)
+    api.create_repo(repo_id, exist_ok=True)
+    operations = [CommitOperationAdd(path_in_repo=name, path_or_fileobj=data) for name, data in files.items()]
+    api.create_commit(repo_id, operations, commit_message="upload")
 
 
 def observations(n: int = 64) -> np.ndarray:

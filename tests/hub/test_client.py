@@ -11,7 +11,7 @@ import pytest
 from huggingface_hub import HfApi
 
 from sb3_reinforce import Reinforce
-from tests.hub.support import TOKEN, push, repo, use_endpoint
+from tests.hub.support import TOKEN, push, repo, upload_agent, use_endpoint
 from tests.hub_server import HubServer
 from zoo.errors import ZooError
 from zoo.hub import client, load_from_hub
@@ -74,26 +74,22 @@ def test_transient_errors_are_retried(model: Reinforce, hub: HubServer) -> None:
 
 
 def test_tampered_truncated_or_mismatched_files(published: str, hub: HubServer, hub_env: Path) -> None:
-    api = HfApi(endpoint=hub.url, token=TOKEN)
     weights = hub.read(published, "model.safetensors")
-    config = json.loads(hub.read(published, "config.json"))
+    config_bytes = hub.read(published, "config.json")
+    config = json.loads(config_bytes)
 
-    truncated = repo("truncated")
-    api.create_repo(truncated)
-    api.upload_file(path_or_fileobj=hub.read(published, "config.json"), path_in_repo="config.json", repo_id=truncated)
-    api.upload_file(path_or_fileobj=weights[:-50], path_in_repo="model.safetensors", repo_id=truncated)
+    truncated = repo("truncated")  # a manifest that vouches for the truncated file: config.json's record catches it
+    upload_agent(hub.url, truncated, {"config.json": config_bytes, "model.safetensors": weights[:-50]})
     with pytest.raises(ZooError, match=r"model\.safetensors is corrupt or was modified"):
         load_from_hub(truncated)
 
     mismatched = repo("mismatched")
     config["policy_kwargs"]["net_arch"] = [32]
-    api.create_repo(mismatched)
-    api.upload_file(path_or_fileobj=json.dumps(config).encode(), path_in_repo="config.json", repo_id=mismatched)
-    api.upload_file(path_or_fileobj=weights, path_in_repo="model.safetensors", repo_id=mismatched)
+    upload_agent(hub.url, mismatched, {"config.json": json.dumps(config).encode(), "model.safetensors": weights})
     with pytest.raises(ZooError, match=r"does not match the model that config\.json describes: .* is \(16, 4\)"):
         load_from_hub(mismatched)
 
-    api.upload_file(path_or_fileobj=b'{"format": "sb3-rein', path_in_repo="config.json", repo_id=mismatched)
+    upload_agent(hub.url, mismatched, {"config.json": b'{"format": "sb3-rein', "model.safetensors": weights})
     with pytest.raises(ZooError, match=r"config\.json is not valid JSON"):
         load_from_hub(mismatched)
 

@@ -9,7 +9,7 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from zoo.agent_format import read_config, read_json
 from zoo.algos import ALGOS
-from zoo.hub.layout import CARD_FILE, RESULTS_FILE, VIDEO_FILE, repo_name
+from zoo.hub.layout import CARD_FILE, MANIFEST_FILE, RESULTS_FILE, VIDEO_FILE, repo_name
 
 # hub_cards/template.md, reached through the package: zoo/model_card_template.md links to it in the repository,
 # and a wheel carries it as a plain copy, so installed users render the same card.
@@ -53,7 +53,7 @@ def render_card(folder: Path, repo_id: str, template_path: Path | None = None) -
             )
         ],
     )
-    files = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != CARD_FILE)
+    files = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name not in (CARD_FILE, MANIFEST_FILE))
     versions = config.get("versions", {})
     normalize = config.get("normalize") or False
     card = ModelCard.from_template(

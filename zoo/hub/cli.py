@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from zoo.agent_format import CONFIG_JSON, read_config
-from zoo.errors import ZooError
+from zoo.config import check_seed
+from zoo.errors import ZooError, first_line
 from zoo.evaluate import DEFAULT_EVAL_SEED
 from zoo.hub import client
 from zoo.hub.card import format_metric, human_size, render_card
@@ -31,7 +32,7 @@ PUSH_ALL = (
     "ORG/reinforce-CartPole-v1."
 )
 # push's options that go to push_to_hub under their own name
-PUSH_OPTIONS = ("private", "commit_message", "n_eval_episodes", "video_length", "eval_seed")
+PUSH_OPTIONS = ("private", "commit_message", "n_eval_episodes", "video_length", "eval_seed", "force", "timeout")
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -54,6 +55,15 @@ def _print_warnings(warnings: list[str]) -> None:
         print(f"warning: {message}", file=sys.stderr)
 
 
+def _add_timeout(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=client.DEFAULT_TIMEOUT_S,
+        help="seconds each request may wait for the Hub before it is retried, then reported",
+    )
+
+
 def _describe_files(files: dict[str, int]) -> str:
     return ", ".join(f"{name} ({human_size(size)})" for name, size in sorted(files.items()))
 
@@ -74,7 +84,13 @@ def push_main(argv: list[str]) -> int:
         "--dry-run",
         metavar="DIR",
         default=None,
-        help="write the folder that would be uploaded to DIR and touch no network (default: push)",
+        help="write the folder that would be uploaded to DIR (new or empty) and touch no network (default: push)",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="let --dry-run write into a non-empty DIR: only the files it writes, and those an earlier dry run "
+        "listed in DIR/manifest.json, are replaced (default: refuse)",
     )
     parser.add_argument(
         "--n-eval-episodes",
@@ -85,7 +101,11 @@ def push_main(argv: list[str]) -> int:
     parser.add_argument("--eval-seed", type=int, default=DEFAULT_EVAL_SEED, help="seed of the evaluation env")
     parser.add_argument("--video-length", type=int, default=DEFAULT_VIDEO_LENGTH, help="most frames in replay.mp4")
     parser.add_argument("--no-video", action="store_true", help="do not record replay.mp4 (default: record it)")
+    _add_timeout(parser)
     args = parser.parse_args(argv)
+    check_seed(args.eval_seed, "--eval-seed")
+    if args.force and args.dry_run is None:
+        raise ZooError("--force only applies to --dry-run DIR")
     options = {name: getattr(args, name) for name in PUSH_OPTIONS}
     result = push_run(
         args.model, args.env, args.repo_id, dry_run_dir=args.dry_run, record_video=not args.no_video, **options
@@ -122,12 +142,39 @@ def enjoy_main(argv: list[str]) -> int:
     parser.add_argument("--stochastic", action="store_true", help="sample actions (default: greedy actions)")
     parser.add_argument("--seed", type=int, default=DEFAULT_EVAL_SEED, help="seed of the evaluation env")
     parser.add_argument("--device", default="auto", help="torch device")
+    parser.add_argument(
+        "--use-env-kwargs",
+        action="store_true",
+        help="make the env with the env_kwargs the agent was trained with, as its config.json records them "
+        "(default: the env as registered)",
+    )
+    _add_timeout(parser)
     args = parser.parse_args(argv)
     if args.episodes < 1:
         raise ZooError(f"--episodes must be >= 1, got {args.episodes}")
-    agent = load_from_hub(args.repo_id, args.revision, allow_pickle=args.allow_pickle, device=args.device)
+    check_seed(args.seed, "--seed")
+    agent = load_from_hub(
+        args.repo_id, args.revision, allow_pickle=args.allow_pickle, device=args.device, timeout=args.timeout
+    )
+    env_kwargs = None
+    if agent.env_kwargs and (args.env is None or args.env == agent.env_id):
+        if args.use_env_kwargs:
+            env_kwargs = agent.env_kwargs
+            print(f"applying the agent's env_kwargs {env_kwargs}")
+        else:
+            env_kwargs = {}
+            print(
+                f"warning: the agent was trained with env_kwargs {agent.env_kwargs}; not applied "
+                "(--use-env-kwargs applies them)",
+                file=sys.stderr,
+            )
     mean, std = agent.evaluate(
-        args.episodes, deterministic=not args.stochastic, env_id=args.env, seed=args.seed, render=args.render
+        args.episodes,
+        deterministic=not args.stochastic,
+        env_id=args.env,
+        seed=args.seed,
+        render=args.render,
+        env_kwargs=env_kwargs,
     )
     mode = "stochastic" if args.stochastic else "deterministic"
     print(
@@ -155,6 +202,7 @@ def push_all_main(argv: list[str]) -> int:
     parser.add_argument("--hub-cards", default=str(HUB_CARDS_DIR), help="folder of packaged agents")
     parser.add_argument("--private", action="store_true", help="create the repositories private (default: public)")
     parser.add_argument("--commit-message", default=None, help="commit message (default: agent and mean reward)")
+    _add_timeout(parser)
     args = parser.parse_args(argv)
     try:
         client.check_repo_id(f"{args.org}/x")
@@ -174,11 +222,14 @@ def push_all_main(argv: list[str]) -> int:
                 files = {p.name: p.stat().st_size for p in folder.iterdir() if p.is_file()}
                 print(f"would push {folder} to {repo_id}: {_describe_files(files)}")
                 continue
-            result = push_folder(folder, repo_id, private=args.private, commit_message=args.commit_message)
+            result = push_folder(
+                folder, repo_id, private=args.private, commit_message=args.commit_message, timeout=args.timeout
+            )
             _print_warnings(result.warnings)
             print(f"pushed {folder} to {result.url} at commit {result.commit}")
-        except ZooError as error:
-            print(f"error: {folder}: {error}", file=sys.stderr)
+        except Exception as error:  # one bad folder is reported, and the others are still pushed
+            message = str(error) if isinstance(error, ZooError) else first_line(error)
+            print(f"error: {folder}: {message}", file=sys.stderr)
             failures.append(folder.name)
     if failures:
         raise ZooError(f"{len(failures)} of {len(folders)} agents were not pushed: {', '.join(failures)}")

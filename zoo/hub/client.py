@@ -6,21 +6,34 @@ retries) become :class:`zoo.errors.ZooError` with one line. The endpoint and the
 
 huggingface_hub retries file transfers itself, but not its API calls (create the repo, read its info, commit,
 list a revision), so a whole operation is retried here on a transient failure: a network error or HTTP 408, 429
-or 5xx.
+or 5xx. Its API calls also wait forever by default: every operation here runs under :func:`request_timeout`
+(``timeout`` seconds, :data:`DEFAULT_TIMEOUT_S` unless the caller says otherwise), so a Hub that accepts the
+connection and never answers is an error after the retries, not a hang.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import logging
+import math
 import sys
+import tempfile
+import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
-from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, constants, get_token, snapshot_download
+from huggingface_hub import (
+    CommitOperationAdd,
+    CommitOperationDelete,
+    HfApi,
+    constants,
+    get_session,
+    get_token,
+    hf_hub_download,
+    snapshot_download,
+)
 from huggingface_hub.errors import (
     GatedRepoError,
     HfHubHTTPError,
@@ -32,7 +45,9 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
+from zoo.agent_format import read_json
 from zoo.errors import ZooError, first_line
+from zoo.hub.layout import MANIFEST_FILE, parse_manifest
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +57,8 @@ T = TypeVar("T")
 RETRY_ATTEMPTS = 4
 RETRY_BACKOFF_S = 1.0
 TRANSIENT_STATUS = {408, 429, 500, 502, 503, 504}
+# How long one request may wait for the Hub (to connect, or between two reads or writes), in seconds.
+DEFAULT_TIMEOUT_S = 60.0
 
 
 def _transport_errors() -> tuple[type[BaseException], ...]:
@@ -60,6 +77,45 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
 
 
 TRANSPORT_ERRORS = _transport_errors()
+_TIMEOUT_LOCK = threading.RLock()  # one operation at a time sets the shared session's timeout
+
+
+def check_timeout(timeout: float | None) -> float:
+    """``timeout`` (seconds, > 0 and finite), or :data:`DEFAULT_TIMEOUT_S` when None."""
+    value = DEFAULT_TIMEOUT_S if timeout is None else timeout
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
+        raise ZooError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+    return float(value)
+
+
+@contextlib.contextmanager
+def request_timeout(seconds: float) -> Iterator[None]:
+    """Every request of huggingface_hub waits at most ``seconds`` for the Hub (to connect, read or write).
+
+    Its shared HTTP session has no timeout for API calls and its file downloads use
+    ``constants.HF_HUB_DOWNLOAD_TIMEOUT``: both are set for the duration, and restored after.
+    """
+    with _TIMEOUT_LOCK:
+        session = get_session()
+        previous, download = session.timeout, constants.HF_HUB_DOWNLOAD_TIMEOUT
+        session.timeout = seconds
+        constants.HF_HUB_DOWNLOAD_TIMEOUT = seconds  # type: ignore[assignment]
+        try:
+            yield
+        finally:
+            session.timeout = previous
+            constants.HF_HUB_DOWNLOAD_TIMEOUT = download
+
+
+def _timed_out(error: BaseException | None) -> bool:
+    """Whether ``error`` or one of its causes is a timeout of the HTTP client."""
+    for _ in range(20):
+        if error is None:
+            return False
+        if "Timeout" in type(error).__name__ or isinstance(error, TimeoutError):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def endpoint(explicit: str | None = None) -> str:
@@ -122,11 +178,27 @@ def _rejected_token(what: str, hub: str) -> ZooError:
 
 @contextlib.contextmanager
 def hub_errors(
-    what: str, *, repo_id: str, hub: str, revision: str | None = None, cache_dir: str | None = None
+    what: str,
+    *,
+    repo_id: str,
+    hub: str,
+    timeout: float,
+    revision: str | None = None,
+    cache_dir: str | None = None,
 ) -> Iterator[None]:
-    """Turn huggingface_hub's and the network's exceptions into one-line ZooErrors."""
+    """Turn huggingface_hub's and the network's exceptions into one-line ZooErrors; every request waits at most
+    ``timeout`` seconds."""
     try:
-        yield
+        try:
+            with request_timeout(timeout):
+                yield
+        except Exception as error:
+            if _timed_out(error) and not isinstance(error, (ZooError, OfflineModeIsEnabled)):
+                raise ZooError(
+                    f"{what}: the Hub at {hub} did not answer within {timeout:g} s, {RETRY_ATTEMPTS} times; "
+                    "try again later, or allow more time (--timeout)"
+                ) from None
+            raise
     except ZooError:
         raise
     except GatedRepoError:
@@ -175,7 +247,7 @@ def hub_errors(
 # ----------------------------------------------------------------------------------------------------------- token
 
 
-def login(token: str | None, hub: str, what: str) -> str:
+def login(token: str | None, hub: str, what: str, timeout: float = DEFAULT_TIMEOUT_S) -> str:
     """The token to write with (``token``, else HF_TOKEN or the stored login), checked before a long evaluation.
 
     Only a 401 fails here; any other problem is left to the upload (with its retries), since /whoami-v2 is strictly
@@ -185,7 +257,8 @@ def login(token: str | None, hub: str, what: str) -> str:
     if not token:
         raise ZooError("no Hugging Face token: set HF_TOKEN or run `hf auth login` (a token with write access)")
     try:
-        HfApi(endpoint=hub, token=token).whoami()
+        with request_timeout(timeout):
+            HfApi(endpoint=hub, token=token).whoami()
     except HfHubHTTPError as error:
         if getattr(error, "response", None) is not None and error.response.status_code == 401:
             raise _rejected_token(what, hub) from None
@@ -198,6 +271,22 @@ def login(token: str | None, hub: str, what: str) -> str:
 # ----------------------------------------------------------------------------------------------- commit, download
 
 
+def _owned_files(api: HfApi, repo_id: str, revision: str, existing: list[str]) -> set[str] | None:
+    """The files an earlier push recorded in the repository's manifest.json (and the manifest itself), or None
+    when the repository has no manifest this zoo can read."""
+    if MANIFEST_FILE not in existing:
+        return None
+    with tempfile.TemporaryDirectory(prefix="zoo-manifest-") as scratch:
+        path = hf_hub_download(
+            repo_id, MANIFEST_FILE, revision=revision, cache_dir=scratch, token=api.token, endpoint=api.endpoint
+        )
+        try:
+            return {*parse_manifest(read_json(Path(path)), f"{repo_id}/{MANIFEST_FILE}"), MANIFEST_FILE}
+        except ZooError as error:
+            logger.warning("%s; no file of the earlier push is deleted", error)
+            return None
+
+
 def commit_folder(
     folder: Path,
     repo_id: str,
@@ -206,25 +295,33 @@ def commit_folder(
     private: bool,
     commit_message: str,
     hub: str,
-    managed: Iterable[str],
+    timeout: float = DEFAULT_TIMEOUT_S,
 ) -> tuple[str, list[str], list[str]]:
-    """Upload the files of ``folder`` as one commit that also deletes the repository's files matching a
-    ``managed`` pattern that ``folder`` no longer has; return (commit sha, deleted, warnings)."""
+    """Upload the files of ``folder`` as one commit that also deletes the files an earlier push recorded in the
+    repository's manifest.json and ``folder`` no longer has; return (commit sha, deleted, warnings).
+
+    Nothing else in the repository is deleted: without a manifest (a repository this zoo never pushed to, or an
+    older push), the files the new push does not replace are left in place, with a warning naming them.
+    """
     api = HfApi(endpoint=hub, token=token)
     names = sorted(p.name for p in folder.iterdir() if p.is_file())
-    patterns = tuple(managed)
     warnings: list[str] = []
-
-    def stale(path: str) -> bool:
-        return path not in names and "/" not in path and any(fnmatch.fnmatchcase(path, p) for p in patterns)
 
     def attempt() -> tuple[str, list[str]]:
         api.create_repo(repo_id, private=private, exist_ok=True)
         info = api.model_info(repo_id)
+        assert info.sha is not None
         existing = [sibling.rfilename for sibling in info.siblings or []]
-        if private and info.private is False and not warnings:
+        if private and info.private is False and not any("public" in w for w in warnings):
             warnings.append(f"{repo_id} already exists and is public; --private does not change an existing repo")
-        deleted = sorted(path for path in existing if stale(path))
+        owned = _owned_files(api, repo_id, info.sha, existing)
+        others = sorted(path for path in existing if path not in names and path != ".gitattributes")
+        if owned is None and others and not any("left in place" in w for w in warnings):
+            warnings.append(
+                f"{repo_id} has no {MANIFEST_FILE} of an earlier push; its other files are left in place: "
+                f"{', '.join(others[:10])}"
+            )
+        deleted = sorted(path for path in others if owned is not None and path in owned)
         operations: list[CommitOperationAdd | CommitOperationDelete] = [
             CommitOperationAdd(path_in_repo=name, path_or_fileobj=str(folder / name)) for name in names
         ]
@@ -233,7 +330,7 @@ def commit_folder(
         commit = api.create_commit(repo_id, operations, commit_message=commit_message, parent_commit=info.sha)
         return str(commit.oid), deleted
 
-    with hub_errors(f"push to {repo_id}", repo_id=repo_id, hub=hub):
+    with hub_errors(f"push to {repo_id}", repo_id=repo_id, hub=hub, timeout=timeout):
         sha, deleted = retrying(attempt, f"push to {repo_id}")
     return sha, deleted, warnings
 
@@ -246,15 +343,22 @@ def download(
     cache_dir: str | Path | None,
     token: str | None,
     hub: str,
+    timeout: float = DEFAULT_TIMEOUT_S,
 ) -> Path:
     """The snapshot folder of ``repo_id@revision`` (its files matching ``patterns``), through the HF cache."""
     cache = str(cache_dir or constants.HF_HUB_CACHE)
     what = f"download {repo_id}"
-    with hub_errors(what, repo_id=repo_id, hub=hub, revision=revision, cache_dir=cache):
+    with hub_errors(what, repo_id=repo_id, hub=hub, timeout=timeout, revision=revision, cache_dir=cache):
         return Path(
             retrying(
                 lambda: snapshot_download(
-                    repo_id, revision=revision, allow_patterns=patterns, cache_dir=cache, token=token, endpoint=hub
+                    repo_id,
+                    revision=revision,
+                    allow_patterns=patterns,
+                    cache_dir=cache,
+                    token=token,
+                    endpoint=hub,
+                    etag_timeout=timeout,
                 ),
                 what,
             )

@@ -9,31 +9,82 @@
 ``config.yml``              the run's resolved configuration (``RunConfig.to_data``)
 ``replay.mp4``              one deterministic episode (left out, with a warning, if recording fails)
 ``README.md``               the model card
+``manifest.json``           every other file's size and sha256, written last
 ==========================  ==========================================================================
+
+The manifest is what a pull trusts (every file it reads must be in it, with that size and hash) and what a push
+owns: a push deletes the files an earlier push recorded there and the new one lacks, never anything else in the
+repository (a user's own zip, notes, .gitattributes, subfolders).
 """
 
 from __future__ import annotations
 
-from zoo.agent_format import CONFIG_JSON, VEC_NORMALIZE_JSON, WEIGHTS_FILE
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from zoo.agent_format import CONFIG_JSON, FILE_NAME, SHA256, VEC_NORMALIZE_JSON, WEIGHTS_FILE, sha256_file, write_json
+from zoo.errors import ZooError
 from zoo.runs import CONFIG_YML, env_slug
 
 RESULTS_FILE = "results.json"
 VIDEO_FILE = "replay.mp4"
 CARD_FILE = "README.md"
-# Files a push owns: those of an earlier push that the new one lacks are deleted in its commit. Anything else in
-# the repository (.gitattributes, a user's notes, subfolders) is left alone.
-MANAGED_PATTERNS = (
-    CARD_FILE,
-    CONFIG_JSON,
-    CONFIG_YML,
-    RESULTS_FILE,
-    WEIGHTS_FILE,
-    VEC_NORMALIZE_JSON,
-    VIDEO_FILE,
-    "*.zip",
-)
+MANIFEST_FILE = "manifest.json"
+MANIFEST_FORMAT = "sb3-reinforce-agent/manifest"
+MANIFEST_VERSION = 1
+MAX_MANIFEST_FILES = 256
 # What a pull downloads without allow_pickle: everything but the zip (and the replay and card, which it does not use).
-DOWNLOAD_PATTERNS = [CONFIG_JSON, WEIGHTS_FILE, VEC_NORMALIZE_JSON, RESULTS_FILE, CONFIG_YML]
+DOWNLOAD_PATTERNS = [MANIFEST_FILE, CONFIG_JSON, WEIGHTS_FILE, VEC_NORMALIZE_JSON, RESULTS_FILE, CONFIG_YML]
+
+
+def write_manifest(folder: Path) -> dict[str, dict[str, Any]]:
+    """Write ``manifest.json``: the size and sha256 of every other file of ``folder``; return its entries."""
+    files = {
+        path.name: {"size": path.stat().st_size, "sha256": sha256_file(path)}
+        for path in sorted(folder.iterdir())
+        if path.is_file() and path.name != MANIFEST_FILE
+    }
+    write_json(folder / MANIFEST_FILE, {"format": MANIFEST_FORMAT, "format_version": MANIFEST_VERSION, "files": files})
+    return files
+
+
+def parse_manifest(data: Any, source: str = MANIFEST_FILE) -> dict[str, dict[str, Any]]:
+    """The entries of a manifest (file name -> size and sha256), every field checked; one ZooError otherwise."""
+    if not isinstance(data, Mapping) or data.get("format") != MANIFEST_FORMAT:
+        raise ZooError(f"{source} is not a {MANIFEST_FORMAT} file")
+    if data.get("format_version") != MANIFEST_VERSION:
+        raise ZooError(f"{source}: unknown format_version {data.get('format_version')!r}; this zoo reads 1"[:300])
+    files = data.get("files")
+    if not (isinstance(files, Mapping) and len(files) <= MAX_MANIFEST_FILES):
+        raise ZooError(f"{source}: files must be a mapping of at most {MAX_MANIFEST_FILES} file names")
+    for name, entry in files.items():
+        if not (isinstance(name, str) and FILE_NAME.match(name) and name != MANIFEST_FILE):
+            raise ZooError(f"{source}: {name!r} is not a plain file name of the agent's folder"[:300])
+        size = entry.get("size") if isinstance(entry, Mapping) else None
+        digest = entry.get("sha256") if isinstance(entry, Mapping) else None
+        if not (isinstance(size, int) and not isinstance(size, bool) and size >= 0):
+            raise ZooError(f"{source}: files[{name!r}].size must be an integer >= 0, got {size!r}"[:300])
+        if not (isinstance(digest, str) and SHA256.match(digest)):
+            raise ZooError(f"{source}: files[{name!r}].sha256 must be 64 hexadecimal digits"[:300])
+    return {name: dict(entry) for name, entry in files.items()}
+
+
+def verify_file(folder: Path, name: str, manifest: Mapping[str, Mapping[str, Any]]) -> Path:
+    """``folder / name``, after checking that the manifest lists it and that its size and sha256 are those."""
+    entry = manifest.get(name)
+    if entry is None:
+        raise ZooError(f"{name} is not in {MANIFEST_FILE}: it was not written by the push that wrote the manifest")
+    path = folder / name
+    if not path.is_file():
+        raise ZooError(f"{name} is missing, though {MANIFEST_FILE} lists it")
+    size, digest = path.stat().st_size, sha256_file(path)
+    if size != entry["size"] or digest != entry["sha256"]:
+        raise ZooError(
+            f"{name} is corrupt or was modified: {size} bytes with sha256 {digest[:12]}..., but {MANIFEST_FILE} "
+            f"records {entry['size']} bytes with sha256 {entry['sha256'][:12]}..."
+        )
+    return path
 
 
 def repo_name(algo: str, env_id: str) -> str:

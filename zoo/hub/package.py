@@ -2,7 +2,7 @@
 
 Evaluation comes first, so an agent that does not fit its env fails before anything is written; then the SB3 zip,
 the pickle-free files (:mod:`zoo.agent_format`, checked by rebuilding the model and comparing its actions),
-results.json, config.yml, the replay and the model card.
+results.json, config.yml, the replay, the model card and, last, the manifest of all of them.
 """
 
 from __future__ import annotations
@@ -18,13 +18,31 @@ import numpy as np
 import yaml
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-from zoo.agent_format import CONFIG_JSON, WEIGHTS_FILE, load_agent, read_config, save_agent, sha256_file, write_json
+from zoo.agent_format import (
+    CONFIG_JSON,
+    WEIGHTS_FILE,
+    load_agent,
+    read_config,
+    read_json,
+    save_agent,
+    sha256_file,
+    write_json,
+)
 from zoo.algos import algo_name, hyperparams_from_model, policy_alias
 from zoo.config import RunConfig
 from zoo.errors import ZooError, first_line
 from zoo.evaluate import evaluate_episodes, make_eval_env
 from zoo.hub.card import render_card
-from zoo.hub.layout import CARD_FILE, RESULTS_FILE, VIDEO_FILE, repo_name
+from zoo.hub.layout import (
+    CARD_FILE,
+    MANIFEST_FILE,
+    RESULTS_FILE,
+    VIDEO_FILE,
+    parse_manifest,
+    repo_name,
+    verify_file,
+    write_manifest,
+)
 from zoo.hub.video import record_replay
 from zoo.normalization import VecNormalizeStats
 from zoo.runs import CONFIG_YML, VEC_NORMALIZE_PKL
@@ -164,11 +182,13 @@ def build_package(
             logger.warning(message)
             warnings.append(message)
     (folder / CARD_FILE).write_text(render_card(folder, repo_id, template_path), encoding="utf-8")
+    write_manifest(folder)
     return warnings
 
 
 def sb3_zip(folder: Path, config: dict[str, Any], missing: str) -> Path:
-    """The SB3 zip that ``config`` (config.json) names, checked against its sha256; ``missing`` if absent."""
+    """The SB3 zip that ``config`` (config.json, checked: a plain file name) names, checked against its sha256;
+    ``missing`` if absent."""
     zip_info = config.get("sb3_zip") or {}
     path = folder / str(zip_info.get("file", ""))
     if not zip_info or not path.is_file():
@@ -179,7 +199,12 @@ def sb3_zip(folder: Path, config: dict[str, Any], missing: str) -> Path:
 
 
 def verify_package(folder: Path) -> dict[str, Any]:
-    """Check a packaged folder (files present, hashes, weights loadable); return its config.json."""
+    """Check a packaged folder (files present, hashes of its manifest when it has one, weights loadable); return
+    its config.json."""
+    if (folder / MANIFEST_FILE).is_file():
+        manifest = parse_manifest(read_json(folder / MANIFEST_FILE), str(folder / MANIFEST_FILE))
+        for name in manifest:
+            verify_file(folder, name, manifest)
     config = read_config(folder)
     for name in (WEIGHTS_FILE, RESULTS_FILE, CONFIG_YML):
         if not (folder / name).is_file():

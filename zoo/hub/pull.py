@@ -2,12 +2,18 @@
 
 The cache makes it work offline (``HF_HUB_OFFLINE=1``) once an agent was downloaded. The model is rebuilt from
 ``config.json`` + ``model.safetensors``; nothing from the download is unpickled unless the caller passes
-``allow_pickle=True``. Files are checked against the sha256 recorded in ``config.json`` and the weights against
-the architecture it describes.
+``allow_pickle=True``, and then only the zip that config.json names, a file of the snapshot itself.
+
+Nothing downloaded is trusted: every file read (config.json, the weights, vec_normalize.json, results.json,
+config.yml, the zip) must be listed in the push's manifest.json with its size and sha256, which are checked
+before it is parsed (a file edited in the cache is caught too); every value is then validated
+(:func:`zoo.agent_format.check_config`, :meth:`VecNormalizeStats.from_json`). The env id is only looked up in
+gymnasium's registry, and the ``env_kwargs`` the agent was trained with are applied only when asked for.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,19 +21,30 @@ from typing import Any
 
 import numpy as np
 import torch as th
-import yaml
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
-from zoo.agent_format import CONFIG_JSON, WEIGHTS_FILE, load_agent, load_stats, read_config, read_json, space_from_json
+from zoo.agent_format import (
+    CONFIG_JSON,
+    VEC_NORMALIZE_JSON,
+    WEIGHTS_FILE,
+    load_agent,
+    load_stats,
+    read_config,
+    read_json,
+    space_from_json,
+)
 from zoo.algos import ALGOS
+from zoo.config import safe_yaml
 from zoo.errors import ZooError, first_line
 from zoo.evaluate import DEFAULT_EVAL_SEED, evaluate_episodes, make_eval_env
 from zoo.hub import client
-from zoo.hub.layout import DOWNLOAD_PATTERNS, RESULTS_FILE
+from zoo.hub.layout import DOWNLOAD_PATTERNS, MANIFEST_FILE, RESULTS_FILE, parse_manifest, verify_file
 from zoo.hub.package import sb3_zip
 from zoo.normalization import VecNormalizeStats
 from zoo.runs import CONFIG_YML
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -47,12 +64,31 @@ class HubAgent:
     def env_id(self) -> str:
         return str(self.config["env_id"])
 
+    @property
+    def env_kwargs(self) -> dict[str, Any]:
+        """The ``env_kwargs`` the agent was trained with (validated data), applied only when passed explicitly."""
+        return dict(self.config.get("env_kwargs") or {})
+
     def make_env(
-        self, env_id: str | None = None, *, n_envs: int = 1, seed: int | None = None, render_mode: str | None = None
+        self,
+        env_id: str | None = None,
+        *,
+        n_envs: int = 1,
+        seed: int | None = None,
+        render_mode: str | None = None,
+        env_kwargs: dict[str, Any] | None = None,
     ) -> VecEnv:
-        """The agent's env (or ``env_id``), wrapped in its frozen VecNormalize statistics when it has them."""
+        """The agent's env (or ``env_id``) as registered, wrapped in its frozen VecNormalize statistics when it has
+        them. ``env_kwargs`` are applied as given: the downloaded ones (:attr:`env_kwargs`) only when passed, since
+        they can change what a score means (``max_episode_steps``); leaving them out is logged as a warning."""
         env_id = env_id or self.env_id
-        env_kwargs = (self.config.get("env_kwargs") or {}) if env_id == self.env_id else {}
+        if env_kwargs is None and self.env_kwargs and env_id == self.env_id:
+            logger.warning(
+                "%s was trained with env_kwargs %s; they are not applied (pass env_kwargs=agent.env_kwargs, or "
+                "--use-env-kwargs to zoo enjoy)",
+                self.repo_id,
+                self.env_kwargs,
+            )
         return make_eval_env(
             self.model, env_id, env_kwargs, self.vec_normalize_stats, n_envs=n_envs, seed=seed, render_mode=render_mode
         )
@@ -65,9 +101,10 @@ class HubAgent:
         env_id: str | None = None,
         seed: int = DEFAULT_EVAL_SEED,
         render: bool = False,
+        env_kwargs: dict[str, Any] | None = None,
     ) -> tuple[float, float]:
-        """Mean and std of the episode return over ``n_episodes``."""
-        env = self.make_env(env_id, seed=seed, render_mode="human" if render else None)
+        """Mean and std of the episode return over ``n_episodes`` (``env_kwargs`` as in :meth:`make_env`)."""
+        env = self.make_env(env_id, seed=seed, render_mode="human" if render else None, env_kwargs=env_kwargs)
         try:
             rewards, _ = evaluate_episodes(self.model, env, n_episodes, deterministic)
         finally:
@@ -84,17 +121,26 @@ def load_from_hub(
     cache_dir: str | Path | None = None,
     token: str | None = None,
     endpoint: str | None = None,
+    timeout: float | None = None,
 ) -> HubAgent:
     """Download an agent pushed by ``zoo push`` and rebuild it.
 
     The model is rebuilt from ``config.json`` + ``model.safetensors`` after checking them; with
     ``allow_pickle=True`` the SB3 zip is loaded instead (``cls.load``, which unpickles: trusted repos only).
-    Works offline (``HF_HUB_OFFLINE=1``) for a revision already in the cache.
+    Works offline (``HF_HUB_OFFLINE=1``) for a revision already in the cache. ``timeout``: seconds each request
+    may wait for the Hub (:data:`zoo.hub.client.DEFAULT_TIMEOUT_S`).
     """
     client.check_repo_id(repo_id)
+    seconds = client.check_timeout(timeout)
     patterns = DOWNLOAD_PATTERNS + (["*.zip"] if allow_pickle else [])
     folder = client.download(
-        repo_id, revision, patterns, cache_dir=cache_dir, token=token, hub=client.endpoint(endpoint)
+        repo_id,
+        revision,
+        patterns,
+        cache_dir=cache_dir,
+        token=token,
+        hub=client.endpoint(endpoint),
+        timeout=seconds,
     )
     sha = folder.name
     label = f"{repo_id}@{sha[:12]}"
@@ -102,18 +148,29 @@ def load_from_hub(
         if not (folder / name).is_file():
             raise ZooError(f"{label} has no {name}: it is not an agent pushed by `python -m zoo push`")
     try:
+        if not (folder / MANIFEST_FILE).is_file():
+            raise ZooError(
+                f"it has no {MANIFEST_FILE}, so its files cannot be verified (pushed by an older sb3-reinforce? "
+                "push it again)"
+            )
+        manifest = parse_manifest(read_json(folder / MANIFEST_FILE))
+        verify_file(folder, CONFIG_JSON, manifest)
         config = read_config(folder)
+        verify_file(folder, WEIGHTS_FILE, manifest)
+        if config.get("normalize"):
+            verify_file(folder, VEC_NORMALIZE_JSON, manifest)
         if allow_pickle:
+            zip_name = str((config.get("sb3_zip") or {}).get("file", ""))
+            if zip_name:
+                verify_file(folder, zip_name, manifest)
             model, stats = _load_pickled(folder, config, device), load_stats(folder, config)
         else:
             model, config, stats = load_agent(folder, device=device, config=config)
-        results = read_json(folder / RESULTS_FILE) if (folder / RESULTS_FILE).is_file() else None
+        results = read_json(verify_file(folder, RESULTS_FILE, manifest)) if RESULTS_FILE in manifest else None
         run_config = None
-        if (folder / CONFIG_YML).is_file():
-            try:
-                run_config = yaml.safe_load((folder / CONFIG_YML).read_text(encoding="utf-8"))
-            except yaml.YAMLError as error:
-                raise ZooError(f"{CONFIG_YML} is not valid YAML: {error}") from None
+        if CONFIG_YML in manifest:
+            path = verify_file(folder, CONFIG_YML, manifest)
+            run_config = safe_yaml(path.read_text(encoding="utf-8", errors="replace"), CONFIG_YML)
     except ZooError as error:
         # Paths inside the cache say nothing to the user: name the repository and the file instead.
         raise ZooError(f"{label}: {str(error).replace(f'{folder}{os.sep}', '')}") from None
@@ -130,17 +187,15 @@ def load_from_hub(
 
 
 def _load_pickled(folder: Path, config: dict[str, Any], device: th.device | str) -> BaseAlgorithm:
+    """The SB3 zip that config.json names: a plain file name (checked), so only a file of the snapshot is opened."""
     path = sb3_zip(folder, config, "no SB3 zip ({file!r}) to load with allow_pickle")
-    algo = config.get("algo")
-    if algo not in ALGOS:
-        raise ZooError(f"unknown algo {algo!r} in {CONFIG_JSON}")
     try:
-        model = ALGOS[algo].load(path, device=device)
+        model = ALGOS[config["algo"]].load(path, device=device)
     except Exception as error:
         raise ZooError(f"cannot load {path.name}: {first_line(error)}") from None
     observation_space, action_space = (
-        space_from_json(config["observation_space"]),
-        space_from_json(config["action_space"]),
+        space_from_json(config["observation_space"], "observation_space"),
+        space_from_json(config["action_space"], "action_space"),
     )
     if model.observation_space != observation_space or model.action_space != action_space:
         raise ZooError(f"the spaces of {path.name} do not match {CONFIG_JSON}")

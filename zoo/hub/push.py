@@ -1,10 +1,15 @@
 """Publishing: :func:`push_to_hub` (a model), :func:`push_folder` (a packaged folder as is) and
 :func:`package_agent` (a ``zoo train`` run, packaged for a later push). All three stage the folder, take its
-inventory and either move it into place (a dry run) or upload it in one commit, through :func:`_deliver`.
+inventory and either write it to a local folder (a dry run) or upload it in one commit, through :func:`_deliver`.
+
+A dry run never removes a file it did not write: it creates a new folder, fills an empty one, or (``force``)
+replaces in a non-empty one only the files it writes and those an earlier dry run recorded in the folder's
+manifest.json. It refuses the run folder of the model it packages, and any folder inside or around it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,10 +23,10 @@ from zoo.algos import algo_name
 from zoo.config import RunConfig
 from zoo.errors import ZooError
 from zoo.evaluate import DEFAULT_EVAL_SEED
-from zoo.folders import move_into_place, staging
+from zoo.folders import move_into_place, staging, write_atomically
 from zoo.hub import client
 from zoo.hub.card import format_metric, render_card
-from zoo.hub.layout import CARD_FILE, MANAGED_PATTERNS, RESULTS_FILE, repo_name
+from zoo.hub.layout import CARD_FILE, MANIFEST_FILE, RESULTS_FILE, parse_manifest, repo_name, write_manifest
 from zoo.hub.package import MIN_EVAL_EPISODES, build_package, inventory, run_config_of, verify_package
 from zoo.hub.video import DEFAULT_VIDEO_LENGTH
 from zoo.normalization import VecNormalizeStats
@@ -46,6 +51,46 @@ class PushResult:
     warnings: list[str] = field(default_factory=list)
 
 
+def _dry_run_target(target: Path, *, force: bool, protected: Path | None) -> Path:
+    """The folder a dry run may write to, resolved; ZooError for one it must not touch."""
+    resolved = target.expanduser().resolve()
+    if protected is not None:
+        run_dir = protected.resolve()
+        if resolved == run_dir or run_dir in resolved.parents or resolved in run_dir.parents:
+            raise ZooError(
+                f"--dry-run {target}: that is, or is inside or around, the run folder {protected} of the model; "
+                "choose a folder of its own"
+            )
+    if resolved.exists() and not resolved.is_dir():
+        raise ZooError(f"--dry-run {target} exists and is not a folder")
+    if resolved.is_dir() and any(resolved.iterdir()) and not force:
+        raise ZooError(
+            f"--dry-run {target} is not empty; choose a new or empty folder, or pass --force to write into it "
+            f"(replacing only the files it writes and those an earlier dry run listed in its {MANIFEST_FILE})"
+        )
+    return resolved
+
+
+def _write_into(staged: Path, target: Path) -> None:
+    """Write the files of ``staged`` into the existing folder ``target``, each atomically, then remove the files
+    that an earlier dry run listed in ``target``'s manifest and this one lacks. Nothing else is touched."""
+    earlier: set[str] = set()
+    with contextlib.suppress(ZooError):
+        if (target / MANIFEST_FILE).is_file():
+            earlier = set(parse_manifest(read_json(target / MANIFEST_FILE)))
+    names = {path.name for path in staged.iterdir() if path.is_file()}
+    for name in [*sorted(names - {MANIFEST_FILE}), MANIFEST_FILE]:  # the manifest last: it vouches for the rest
+
+        def copy(path: Path, source: Path = staged / name) -> None:
+            shutil.copyfile(source, path)
+            path.chmod(0o644)
+
+        write_atomically(target / name, copy, "file")
+    for name in sorted(earlier - names):
+        with contextlib.suppress(FileNotFoundError):
+            (target / name).unlink()
+
+
 def _deliver(
     folder: Path,
     repo_id: str,
@@ -56,13 +101,17 @@ def _deliver(
     private: bool,
     commit_message: str | None,
     warnings: list[str],
+    timeout: float,
 ) -> PushResult:
-    """Move the staged ``folder`` to ``target`` (a dry run) or upload it to ``repo_id`` in one commit."""
+    """Write the staged ``folder`` to ``target`` (a dry run) or upload it to ``repo_id`` in one commit."""
     files, digests = inventory(folder)
     results = read_json(folder / RESULTS_FILE)
     result = PushResult(repo_id=repo_id, files=files, sha256=digests, results=results, warnings=list(warnings))
     if target is not None:
-        move_into_place(folder, target)
+        if target.exists():
+            _write_into(folder, target)
+        else:
+            move_into_place(folder, target)
         result.folder = target
         return result
     assert token is not None
@@ -76,7 +125,7 @@ def _deliver(
         private=private,
         commit_message=message,
         hub=hub,
-        managed=MANAGED_PATTERNS,
+        timeout=timeout,
     )
     result.warnings += more
     result.url = f"{hub}/{repo_id}"
@@ -102,9 +151,16 @@ def push_to_hub(
     eval_seed: int = DEFAULT_EVAL_SEED,
     endpoint: str | None = None,
     template_path: Path | None = None,
+    force: bool = False,
+    timeout: float | None = None,
+    run_dir: Path | None = None,
 ) -> PushResult:
     """Evaluate ``model`` on ``env_id``, package it (:mod:`zoo.hub.layout`) and upload it to ``repo_id`` in one
     commit; with ``dry_run_dir``, write the folder that would be uploaded there instead and touch no network.
+
+    :param dry_run_dir: a new or empty folder; a non-empty one only with ``force`` (see the module doc), never
+        ``run_dir`` (the model's run folder) or a folder inside or around it.
+    :param timeout: seconds each request may wait for the Hub (:data:`zoo.hub.client.DEFAULT_TIMEOUT_S`).
 
     :param config: the run's configuration (a :class:`RunConfig` or config.yml data), written as config.yml and
         used for env_kwargs, the seed and the normalization check; synthesized from the model when None.
@@ -113,9 +169,12 @@ def push_to_hub(
     :param record_video: record ``replay.mp4`` (a failure only costs the video, with a warning).
     """
     client.check_repo_id(repo_id)
-    target = Path(dry_run_dir) if dry_run_dir is not None else None
+    seconds = client.check_timeout(timeout)
+    target = None
+    if dry_run_dir is not None:
+        target = _dry_run_target(Path(dry_run_dir), force=force, protected=run_dir)
     hub = client.endpoint(endpoint)
-    token = None if target is not None else client.login(token, hub, f"push to {repo_id}")
+    token = None if target is not None else client.login(token, hub, f"push to {repo_id}", seconds)
     if n_eval_episodes < MIN_EVAL_EPISODES:
         raise ZooError(f"n_eval_episodes must be >= {MIN_EVAL_EPISODES} for a published result, got {n_eval_episodes}")
     stats = VecNormalizeStats.of(vec_normalize)
@@ -145,6 +204,7 @@ def push_to_hub(
             private=private,
             commit_message=commit_message,
             warnings=warnings,
+            timeout=seconds,
         )
 
 
@@ -157,18 +217,22 @@ def push_folder(
     commit_message: str | None = None,
     endpoint: str | None = None,
     template_path: Path | None = None,
+    timeout: float | None = None,
 ) -> PushResult:
-    """Upload a packaged folder (from :func:`package_agent` or a dry run) as is, its card rendered for ``repo_id``."""
+    """Upload a packaged folder (from :func:`package_agent` or a dry run) as is, its card rendered for ``repo_id``
+    and its manifest written again (a folder packaged before manifests existed gets one)."""
     client.check_repo_id(repo_id)
+    seconds = client.check_timeout(timeout)
     source = Path(folder)
     verify_package(source)
     hub = client.endpoint(endpoint)
-    hub_token = client.login(token, hub, f"push to {repo_id}")
+    hub_token = client.login(token, hub, f"push to {repo_id}", seconds)
     with staging(STAGING_PREFIX) as staged:
         for path in source.iterdir():
-            if path.is_file() and path.name != CARD_FILE:
+            if path.is_file() and path.name not in (CARD_FILE, MANIFEST_FILE):
                 shutil.copy2(path, staged / path.name)
         (staged / CARD_FILE).write_text(render_card(staged, repo_id, template_path), encoding="utf-8")
+        write_manifest(staged)
         return _deliver(
             staged,
             repo_id,
@@ -178,6 +242,7 @@ def push_folder(
             private=private,
             commit_message=commit_message,
             warnings=[],
+            timeout=seconds,
         )
 
 
@@ -187,7 +252,14 @@ def push_run(path: str | Path, env_id: str, repo_id: str | None, **options: Any)
     run = load_run(path, env_id)
     name = repo_id or f"{PLACEHOLDER_ORG}/{repo_name(algo_name(run.model), env_id)}"
     return push_to_hub(
-        run.model, env_id, name, config=run.config, vec_normalize=run.stats, train_command=run.command, **options
+        run.model,
+        env_id,
+        name,
+        config=run.config,
+        vec_normalize=run.stats,
+        train_command=run.command,
+        run_dir=run.model_path.parent,
+        **options,
     )
 
 
@@ -201,6 +273,7 @@ def package_agent(
     record_video: bool = True,
     video_length: int = DEFAULT_VIDEO_LENGTH,
     eval_seed: int = DEFAULT_EVAL_SEED,
+    force: bool = False,
 ) -> PushResult:
     """Write a ready-to-push folder for a ``zoo train`` run (exactly a push's dry run) to ``out_dir``.
 
@@ -215,4 +288,5 @@ def package_agent(
         record_video=record_video,
         video_length=video_length,
         eval_seed=eval_seed,
+        force=force,
     )
