@@ -8,6 +8,7 @@ The CPU a result was measured on is ``zoo.machine.cpu_model()``, shared with ``p
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,11 +27,28 @@ def save_record(path: Path, record: dict[str, Any]) -> None:
     staging.replace(path)
 
 
-def resumable(path: Path, run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """The record saved at ``path``; when there is none yet, ``run()``'s, saved there first."""
+def read_record(path: Path) -> dict[str, Any] | None:
+    """The record saved at ``path``, or None when there is none; a corrupt or half-written one is reported on
+    stderr and counts as none, so the run is done again rather than crashing the table."""
     if not path.exists():
-        save_record(path, run())
-    record: dict[str, Any] = json.loads(path.read_text())
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
+        print(f"warning: {path} is corrupt ({type(error).__name__}: {error}); it is measured again", file=sys.stderr)
+        return None
+    if not isinstance(record, dict):
+        print(f"warning: {path} is corrupt (not a mapping); it is measured again", file=sys.stderr)
+        return None
+    return record
+
+
+def resumable(path: Path, run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """The record saved at ``path``; when there is none yet (or a corrupt one), ``run()``'s, saved there first."""
+    record = read_record(path)
+    if record is None:
+        record = run()
+        save_record(path, record)
     return record
 
 

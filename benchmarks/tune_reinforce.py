@@ -7,7 +7,8 @@ learning curve) and at the end on 20 deterministic episodes (the final score, th
 
 Resumable: each finished run is saved to ``benchmarks/results/tuning/<env>/<candidate>_seed<k>.json`` and skipped
 when rerun; a candidate's name identifies it, so a changed candidate needs a new name (a saved result whose
-overrides differ from the candidate's is reported and rerun with ``--force`` only).
+overrides or resolved configuration differ from the candidate's is reported and rerun with ``--force`` only). A
+corrupt or half-written result is reported, left out of the table and run again.
 
 Candidates come from ``--config NAME=YAML`` (a YAML/JSON mapping of overrides, e.g.
 ``--config 'lr3=learning_rate: lin_3e-3'``) and/or ``--candidates FILE.yml`` (a mapping of names to overrides,
@@ -34,7 +35,7 @@ from typing import Any
 
 import numpy as np
 import yaml
-from _common import save_record
+from _common import read_record, save_record
 
 from zoo.config import get_config
 from zoo.errors import ZooError
@@ -117,10 +118,11 @@ def load_candidates(env_id: str, files: list[str], configs: list[str]) -> dict[s
             value = yaml.safe_load(text)
             candidates[name] = {} if value is None else value
         else:
-            saved = sorted((RESULTS / env_id).glob(f"{name}_seed*.json"))
-            if not saved:
+            saved = [read_record(path) for path in sorted((RESULTS / env_id).glob(f"{name}_seed*.json"))]
+            overrides = next((r["overrides"] for r in saved if r is not None and "overrides" in r), None)
+            if overrides is None:
                 raise ZooError(f"--config {name}: no overrides given and none saved for {env_id}")
-            candidates[name] = json.loads(saved[0].read_text())["overrides"]
+            candidates[name] = overrides
     candidates = {name: numbers(overrides) for name, overrides in candidates.items()}
     for name, overrides in candidates.items():
         if not NAME.match(name):
@@ -132,7 +134,8 @@ def load_candidates(env_id: str, files: list[str], configs: list[str]) -> dict[s
 
 
 def load_results(env_id: str) -> list[dict[str, Any]]:
-    return [json.loads(path.read_text()) for path in sorted((RESULTS / env_id).glob("*_seed*.json"))]
+    records = [read_record(path) for path in sorted((RESULTS / env_id).glob("*_seed*.json"))]
+    return [record for record in records if record is not None]
 
 
 def solved_at(record: dict[str, Any], threshold: float | None) -> int | None:
@@ -208,12 +211,17 @@ def main(argv: list[str] | None = None) -> int:
         candidates = load_candidates(env_id, args.candidates, args.config)
         for name, overrides in candidates.items():
             for seed in args.seeds:
-                path = result_path(env_id, name, seed)
-                if path.exists():
-                    saved = json.loads(path.read_text())["overrides"]
-                    if saved == overrides or not args.force:
-                        if saved != overrides:
-                            print(f"skip {env_id}/{name} seed {seed}: saved with other overrides {saved}")
+                saved = read_record(result_path(env_id, name, seed))
+                if saved is not None:
+                    # Keyed by everything that defines the run: the overrides and the configuration they resolve to.
+                    expected = get_config("reinforce", env_id, overrides).to_data(seed)
+                    same = saved.get("overrides") == overrides and saved.get("config") == expected
+                    if same or not args.force:
+                        if not same:
+                            print(
+                                f"skip {env_id}/{name} seed {seed}: saved with another configuration "
+                                f"(overrides {saved.get('overrides')}); --force runs it again"
+                            )
                         continue
                 tasks.append((env_id, name, overrides, seed))
     if tasks:
