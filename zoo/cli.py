@@ -13,6 +13,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "train": ("zoo.train", "main", "train an agent with tuned hyperparameters"),
     "evaluate": ("zoo.evaluate", "main", "evaluate a saved agent"),
     "benchmark": ("zoo.benchmark", "main", "train every env over several seeds and write the results table"),
+    "tune": ("zoo.tune.cli", "main", "search hyperparameters with Optuna (one machine, or many on one study)"),
     "push": ("zoo.hub.cli", "push_main", "push an agent to the Hugging Face Hub"),
     "enjoy": ("zoo.hub.cli", "enjoy_main", "download an agent from the Hub and evaluate it"),
     "push-all": ("zoo.hub.cli", "push_all_main", "push every packaged zoo agent under hub_cards/"),

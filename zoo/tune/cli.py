@@ -1,0 +1,275 @@
+"""``python -m zoo tune``: search an env's hyperparameters with Optuna, on this machine or on many at once.
+
+With no --storage the study lives in LOG_FOLDER/tune/STUDY/study.journal and rerunning the command resumes it.
+With --storage URL (postgresql://user:password@host/db, or any URL SQLAlchemy takes) the same command run on
+other machines joins the same study. --trials is the study's total of trials done (complete or pruned).
+--report, --export or both only read the study.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import optuna
+import yaml
+
+from zoo.algos import ALGOS
+from zoo.config import check_env_id, get_config
+from zoo.errors import ZooError
+from zoo.runs import env_slug
+from zoo.train import parse_overrides
+from zoo.tune.objective import INTERRUPTED, OVERRIDES_ATTR, Setup
+from zoo.tune.report import EXPORT_FILE, complete_trials, export, plots, summary, table
+from zoo.tune.space import fixed_params, load_space, with_overrides
+from zoo.tune.storage import FAIL_REASON_ATTR, StorageSpec, study_folder
+from zoo.tune.workers import Counts, Plan, Progress, describe, make_pruner, make_sampler, run_processes, work
+
+SETUP_ATTR = "zoo"  # the study's user attribute holding its Setup, checked by every command that joins it
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m zoo tune", description=__doc__, formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument("--env", required=True, help="Gymnasium env id, e.g. CartPole-v1")
+    parser.add_argument("--algo", default="reinforce", choices=list(ALGOS), help="algorithm")
+    parser.add_argument(
+        "--trials", type=int, default=100, help="trials done (complete or pruned) the study should have"
+    )
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes on this machine")
+    parser.add_argument("--storage", default=None, help="Optuna storage URL or journal file (default: embedded)")
+    parser.add_argument("--study", default=None, help="study name (default: ALGO-ENV)")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds after which no new trial starts")
+    parser.add_argument("--n-timesteps", type=int, default=None, help="budget per trial and seed (default: entry's)")
+    parser.add_argument("--seeds", type=int, default=1, help="seeds 0..K-1 per trial; its value is their mean")
+    parser.add_argument(
+        "--hyperparams", nargs="*", default=[], metavar="KEY=VALUE", help="fixed overrides of the entry (YAML values)"
+    )
+    parser.add_argument("--space", default=None, help="search space YAML file, or 'none' (default: the zoo's)")
+    parser.add_argument(
+        "--enqueue",
+        action="append",
+        default=[],
+        metavar="YAML",
+        help="a fixed trial first: overrides of the entry, e.g. '{learning_rate: lin_5e-3, n_episodes: 16}'",
+    )
+    parser.add_argument("--sampler", default="tpe", choices=["tpe", "random"], help="Optuna sampler")
+    parser.add_argument("--pruner", default="median", choices=["median", "none"], help="Optuna pruner")
+    parser.add_argument("--report", action="store_true", help="print the best trials and write the plots; no trials")
+    parser.add_argument(
+        "--export",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="PATH",
+        help=f"write the best trial as a zoo entry (default PATH: LOG_FOLDER/tune/STUDY/{EXPORT_FILE}); no trials",
+    )
+    parser.add_argument("--log-folder", default="logs", help="where embedded studies, plots and exports go")
+    parser.add_argument("--heartbeat-interval", type=int, default=60, help="seconds between heartbeats (RDB)")
+    parser.add_argument(
+        "--grace-period", type=int, default=120, help="seconds without heartbeat before a trial is failed (RDB)"
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser().parse_args(argv)
+    check_env_id(args.env)
+    for name in ("trials", "jobs", "seeds"):
+        if getattr(args, name) < 1:
+            raise ZooError(f"--{name} must be >= 1, got {getattr(args, name)}")
+    study_name = args.study or f"{args.algo}-{env_slug(args.env)}"
+    if not study_name or "/" in study_name or study_name.startswith("."):
+        raise ZooError(f"--study {study_name!r}: a study name is also a folder name, without '/'")
+    folder = study_folder(args.log_folder, study_name)
+    spec = StorageSpec.parse(args.storage, folder, args.heartbeat_interval, args.grace_period)
+    storage = spec.open()
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # each finished trial gets one line from Progress instead
+
+    if args.report or args.export is not None:
+        study = existing_study(study_name, storage, spec)
+        if args.report:
+            print(table(study))
+            for line in plots(study, folder):
+                print(line)
+        if args.export is not None:
+            text = export(study)
+            path = Path(args.export) if args.export else folder / EXPORT_FILE
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            print(text, end="")
+            print(f"wrote {path}")
+        return 0
+
+    overrides = parse_overrides(args.hyperparams)
+    if args.n_timesteps is not None:
+        overrides["n_timesteps"] = args.n_timesteps
+    base = get_config(args.algo, args.env, overrides)
+    setup = Setup(args.algo, args.env, base.to_data(), load_space(args.algo, args.env, args.space), args.seeds)
+    study = open_study(study_name, storage, setup, args)
+    for text in args.enqueue:
+        print(enqueue(study, setup, text))
+    counts = Counts.of(study.get_trials(deepcopy=False))
+    print(header(study, setup, spec, args, counts.done, argv))
+    plan = Plan(
+        setup=setup,
+        storage=spec,
+        study_name=study_name,
+        target=args.trials,
+        deadline=None if args.timeout is None else time.time() + args.timeout,
+        max_failures=args.trials,
+        sampler=args.sampler,
+        pruner=args.pruner,
+    )
+    progress = Progress(args.trials)
+    started = time.perf_counter()
+    try:
+        if args.jobs == 1:
+            import torch as th
+
+            th.set_num_threads(1)
+            work(plan, storage, on_poll=progress.poll)
+        else:
+            codes = run_processes(plan, args.jobs, progress, study)
+            for k, code in enumerate(codes):
+                if code != 0:
+                    print(f"worker {k} exited with status {code}", file=sys.stderr)
+    except KeyboardInterrupt:
+        progress.close()
+        print(f"\ninterrupted: {summary(study)}; rerun the same command to resume", file=sys.stderr)
+        return 130
+    finally:
+        progress.close()
+    minutes = (time.perf_counter() - started) / 60
+    counts = Counts.of(study.get_trials(deepcopy=False))
+    print(f"{summary(study)} ({minutes:.1f} min)")
+    print(best_line(study))
+    again = shlex.join(["python", "-m", "zoo", "tune", "--env", args.env, "--study", study_name, *storage_args(args)])
+    print(f"report and plots: {again} --report\nbest as a zoo entry: {again} --export")
+    if counts.done < args.trials:
+        print(f"stopped with {counts.done} of {args.trials} trials done; rerun the same command to go on")
+        return 1
+    return 0
+
+
+def storage_args(args: argparse.Namespace) -> list[str]:
+    storage = [] if args.storage is None else ["--storage", args.storage]
+    return storage + ([] if args.log_folder == "logs" else ["--log-folder", args.log_folder])
+
+
+def existing_study(name: str, storage: optuna.storages.BaseStorage, spec: StorageSpec) -> optuna.Study:
+    try:
+        return optuna.load_study(study_name=name, storage=storage)
+    except KeyError:
+        names = [summary.study_name for summary in optuna.get_all_study_summaries(storage)]
+        raise ZooError(f"no study {name!r} in {spec.shown}; studies there: {', '.join(names) or 'none'}") from None
+
+
+def open_study(name: str, storage: optuna.storages.BaseStorage, setup: Setup, args: argparse.Namespace) -> optuna.Study:
+    """Create the study, or join it after checking that it was created for the same setup."""
+    study = optuna.create_study(
+        storage=storage,
+        study_name=name,
+        direction="maximize",
+        sampler=make_sampler(args.sampler),
+        pruner=make_pruner(args.pruner, int(setup.base["n_timesteps"])),
+        load_if_exists=True,
+    )
+    wanted = json.loads(json.dumps(setup.to_data()))
+    recorded = study.user_attrs.get(SETUP_ATTR)
+    if recorded is None:
+        study.set_user_attr(SETUP_ATTR, wanted)
+    elif recorded != wanted:
+        raise ZooError(
+            f"study {name!r} was created with other options: {'; '.join(differences(recorded, wanted)[:4])}. "
+            "Give the study's own --n-timesteps, --hyperparams, --space and --seeds to resume it, or another --study"
+        )
+    return study
+
+
+def differences(recorded: Any, wanted: Any, path: str = "") -> list[str]:
+    """Where two setups differ, as 'path: study X, this command Y'."""
+    if isinstance(recorded, dict) and isinstance(wanted, dict):
+        found = []
+        for key in dict.fromkeys([*recorded, *wanted]):
+            found += differences(recorded.get(key), wanted.get(key), f"{path}.{key}" if path else str(key))
+        return found
+    return [] if recorded == wanted else [f"{path}: study {recorded!r}, this command {wanted!r}"]
+
+
+def numbers(value: Any) -> Any:
+    """YAML 1.1 reads ``1e-2`` as text; a user means a number there (as ``zoo train --hyperparams`` does)."""
+    if isinstance(value, dict):
+        return {key: numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [numbers(item) for item in value]
+    if isinstance(value, str):
+        for number in (int, float):
+            try:
+                return number(value)
+            except ValueError:
+                continue
+    return value
+
+
+def enqueue(study: optuna.Study, setup: Setup, text: str) -> str:
+    """Queue a trial of the entry with these overrides (the searched parameters fixed at its values)."""
+    try:
+        overrides = numbers(yaml.safe_load(text))
+    except yaml.YAMLError as error:
+        raise ZooError(f"--enqueue {text!r} is not YAML: {str(error).splitlines()[0]}") from None
+    if not isinstance(overrides, dict) or not overrides:
+        raise ZooError(f"--enqueue takes a YAML mapping of hyperparameters, got {text!r}")
+    if "n_timesteps" in overrides:
+        raise ZooError("--enqueue: n_timesteps is the study's budget (--n-timesteps), the same for every trial")
+    params = fixed_params(setup.space, with_overrides(setup.base_config, overrides))
+    for trial in study.get_trials(deepcopy=False):
+        interrupted = trial.user_attrs.get(FAIL_REASON_ATTR) == INTERRUPTED  # the only attempt worth repeating
+        if trial.user_attrs.get(OVERRIDES_ATTR) == overrides and not interrupted:
+            return f"already in the study as trial {trial.number} ({trial.state.name}): {text}"
+    study.enqueue_trial(params, user_attrs={OVERRIDES_ATTR: overrides})
+    return f"enqueued: {text}"
+
+
+def header(
+    study: optuna.Study, setup: Setup, spec: StorageSpec, args: argparse.Namespace, done: int, argv: list[str]
+) -> str:
+    kind = "embedded journal" if spec.url is None else "shared database"
+    searched = ", ".join(param.name for param in setup.space.params) or "nothing (--space none)"
+    lines = [
+        f"study {study.study_name} in {spec.shown} ({kind}): {done} of {args.trials} trials done",
+        f"each trial: {setup.base['n_timesteps']:,} steps x {setup.seeds} seed(s), scored on the final model",
+        f"searched ({setup.space.source}): {searched}",
+        "over: " + yaml.safe_dump(setup.base, sort_keys=False, default_flow_style=True, width=10**6).strip(),
+        f"{args.jobs} worker process(es) here",
+    ]
+    if spec.url is not None:
+        lines.append(f"more workers on other machines: {worker_command(argv, spec)}")
+    return "\n".join(lines)
+
+
+def worker_command(argv: list[str], spec: StorageSpec) -> str:
+    """This command for another machine: the same options (the study checks them), without --enqueue and
+    --jobs, with the storage's password hidden."""
+    kept: list[str] = []
+    skip = False
+    for item in argv:
+        if skip:
+            skip = False
+        elif item in ("--enqueue", "--jobs"):
+            skip = True
+        elif not item.startswith(("--enqueue=", "--jobs=")):
+            kept.append(spec.shown if item == spec.url else item)
+    return shlex.join(["python", "-m", "zoo", "tune", *kept])
+
+
+def best_line(study: optuna.Study) -> str:
+    trials = complete_trials(study)
+    return f"best: {describe(trials[0])}" if trials else "no complete trial yet"

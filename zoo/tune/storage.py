@@ -1,0 +1,160 @@
+"""Where a study lives, and how the trials of a worker that died are found and handed on.
+
+- **Embedded** (no ``--storage``): Optuna's JournalStorage in ``<log folder>/tune/<study>/study.journal``, a
+  file that every worker process on this machine appends to under a lock. Rerunning the command resumes it.
+- **Shared** (``--storage URL``, any URL SQLAlchemy takes: ``postgresql://user:password@host/db``,
+  ``mysql+pymysql://...``, ``sqlite:///file.db``): Optuna's RDBStorage, with its heartbeat. Each running trial
+  records a heartbeat every ``heartbeat_interval`` seconds; a trial whose heartbeat is older than
+  ``grace_period`` is failed by the next worker of the study that looks, and re-queued once more
+  (:class:`optuna.storages.RetryHeartbeatStaleTrialCallback`) with the same parameters.
+  A plain path instead of a URL is a journal file.
+
+A journal has no heartbeat. There, each trial records its worker (``host:pid``, the :data:`WORKER_ATTR` user
+attribute) and a RUNNING trial whose process no longer exists on this host is failed and re-queued the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import optuna
+from optuna.storages import BaseStorage, JournalStorage, RDBStorage, RetryHeartbeatStaleTrialCallback
+from optuna.storages.journal import JournalFileBackend
+from optuna.trial import TrialState
+
+from zoo.errors import ZooError, first_line
+
+JOURNAL_FILE = "study.journal"
+WORKER_ATTR = "worker"
+FAIL_REASON_ATTR = "fail_reason"
+MAX_RETRY = 2  # a trial whose worker keeps dying (out of memory, say) is retried twice, then left failed
+OPEN_ATTEMPTS = 3  # workers starting together on a fresh database may race to create Optuna's tables
+
+
+def study_folder(log_folder: str | Path, study_name: str) -> Path:
+    """Where a study's journal (when embedded), plots and exported entry are written."""
+    return Path(log_folder) / "tune" / study_name
+
+
+def worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass(frozen=True)
+class StorageSpec:
+    """How to open the study's storage: plain data, so that spawned worker processes open their own."""
+
+    url: str | None  # an RDB URL, or None for a journal file
+    journal: str | None  # the journal file, when url is None
+    heartbeat_interval: int = 60
+    grace_period: int = 120
+
+    @classmethod
+    def parse(cls, storage: str | None, folder: Path, heartbeat_interval: int, grace_period: int) -> StorageSpec:
+        if heartbeat_interval < 1 or grace_period <= heartbeat_interval:
+            raise ZooError(
+                f"--heartbeat-interval must be >= 1 and --grace-period larger than it, got {heartbeat_interval} "
+                f"and {grace_period}"
+            )
+        if storage is None:
+            return cls(None, str(folder / JOURNAL_FILE), heartbeat_interval, grace_period)
+        if "://" in storage:
+            return cls(storage, None, heartbeat_interval, grace_period)
+        return cls(None, storage, heartbeat_interval, grace_period)
+
+    @property
+    def shown(self) -> str:
+        """The storage as it can be printed: the URL without its password, or the journal's path."""
+        if self.url is None:
+            return str(self.journal)
+        try:
+            from sqlalchemy.engine import make_url
+
+            return make_url(self.url).render_as_string(hide_password=True)
+        except Exception:
+            return self.url.split("://", 1)[0] + "://..."
+
+    def open(self) -> BaseStorage:
+        """The Optuna storage; one ZooError naming the storage when it cannot be opened."""
+        if self.url is None:
+            assert self.journal is not None
+            Path(self.journal).parent.mkdir(parents=True, exist_ok=True)
+            return JournalStorage(JournalFileBackend(self.journal))
+        from sqlalchemy import exc
+
+        for attempt in range(OPEN_ATTEMPTS):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                    return RDBStorage(
+                        self.url,
+                        engine_kwargs={"pool_pre_ping": True},
+                        heartbeat_interval=self.heartbeat_interval,
+                        grace_period=self.grace_period,
+                        heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY),
+                    )
+            except (exc.IntegrityError, exc.ProgrammingError, exc.InternalError) as error:
+                if attempt == OPEN_ATTEMPTS - 1:  # else another worker was creating the tables at the same time
+                    raise ZooError(f"cannot open storage {self.shown}: {first_line(error)}") from None
+                time.sleep(1.0 + attempt)
+            except ModuleNotFoundError as error:
+                raise ZooError(
+                    f"cannot open storage {self.shown}: {first_line(error)} (the zoo's extra installs psycopg for "
+                    "postgresql://; other databases need their own driver)"
+                ) from None
+            except Exception as error:  # sqlalchemy's OperationalError (no server), ArgumentError (bad URL)...
+                raise ZooError(f"cannot open storage {self.shown}: {first_line(error)}") from None
+        raise AssertionError("unreachable")
+
+
+def process_exists(pid: int) -> bool:
+    """Whether ``pid`` is a live process on this host (a zombie, dead but not yet reaped, counts as dead)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
+
+
+def hand_on_orphans(study: optuna.Study, storage: BaseStorage) -> list[int]:
+    """Fail the RUNNING trials whose worker died, and re-queue them; the numbers of those failed.
+
+    With a heartbeat (RDB storages), Optuna's own check does it. On a journal, a trial whose worker process
+    (recorded on this host) no longer exists is failed and re-queued with the same callback.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        if isinstance(storage, RDBStorage):
+            before = {t.number for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))}
+            optuna.storages.fail_stale_trials(study)
+            now_failed = study.get_trials(deepcopy=False, states=(TrialState.FAIL,))
+            return sorted(t.number for t in now_failed if t.number in before)
+        host = socket.gethostname()
+        failed = []
+        retry = RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY)
+        study_id = storage.get_study_id_from_name(study.study_name)
+        for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            worker_host, _, pid = str(trial.user_attrs.get(WORKER_ATTR, "")).rpartition(":")
+            if worker_host != host or not pid.isdigit() or process_exists(int(pid)):
+                continue
+            trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, trial.number)
+            try:
+                storage.set_trial_user_attr(trial_id, FAIL_REASON_ATTR, f"its worker (pid {pid}) died")
+                if not storage.set_trial_state_values(trial_id, TrialState.FAIL):
+                    continue
+            except optuna.exceptions.UpdateFinishedTrialError:
+                continue  # another worker got there first
+            failed.append(trial.number)
+            retry(study, storage.get_trial(trial_id))
+        return failed
