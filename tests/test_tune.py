@@ -256,7 +256,9 @@ def test_embedded_study_records_failures_resumes_reports_and_exports(
     text = (folder / "best.yml").read_text()
     best = max(study.get_trials(states=(TrialState.COMPLETE,)), key=lambda trial: trial.value or 0.0)
     assert text.startswith(f"# Tuned (python -m zoo tune, study reinforce-CartPole-v1): trial {best.number}, the best")
-    assert f"{best.value:.1f} = the final model's mean return" in text
+    assert (
+        f"{best.value:.1f} = the final model's mean return on 20 deterministic episodes, averaged over seed 0" in text
+    )
     table = yaml.safe_load(text)
     monkeypatch.setattr(zoo_config, "load_file", lambda algo: table)
     config = get_config("reinforce", "CartPole-v1")

@@ -24,13 +24,11 @@ from zoo.config import check_env_id, get_config
 from zoo.errors import ZooError
 from zoo.runs import env_slug
 from zoo.train import parse_overrides
-from zoo.tune.objective import INTERRUPTED, OVERRIDES_ATTR, Setup
+from zoo.tune.objective import INTERRUPTED, OVERRIDES_ATTR, SETUP_ATTR, Setup
 from zoo.tune.report import EXPORT_FILE, complete_trials, export, plots, summary, table
 from zoo.tune.space import fixed_params, load_space, with_overrides
 from zoo.tune.storage import FAIL_REASON_ATTR, StorageSpec, study_folder
 from zoo.tune.workers import Counts, Plan, Progress, describe, make_pruner, make_sampler, run_processes, work
-
-SETUP_ATTR = "zoo"  # the study's user attribute holding its Setup, checked by every command that joins it
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--study", default=None, help="study name (default: ALGO-ENV)")
     parser.add_argument("--timeout", type=float, default=None, help="seconds after which no new trial starts")
     parser.add_argument("--n-timesteps", type=int, default=None, help="budget per trial and seed (default: entry's)")
-    parser.add_argument("--seeds", type=int, default=1, help="seeds 0..K-1 per trial; its value is their mean")
+    parser.add_argument("--seeds", type=int, default=1, help="seeds per trial; its value is their mean score")
+    parser.add_argument("--first-seed", type=int, default=0, help="the seeds are FIRST_SEED .. FIRST_SEED+SEEDS-1")
     parser.add_argument(
         "--hyperparams", nargs="*", default=[], metavar="KEY=VALUE", help="fixed overrides of the entry (YAML values)"
     )
@@ -112,7 +111,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.n_timesteps is not None:
         overrides["n_timesteps"] = args.n_timesteps
     base = get_config(args.algo, args.env, overrides)
-    setup = Setup(args.algo, args.env, base.to_data(), load_space(args.algo, args.env, args.space), args.seeds)
+    if args.first_seed < 0:
+        raise ZooError(f"--first-seed must be >= 0, got {args.first_seed}")
+    space = load_space(args.algo, args.env, args.space)
+    setup = Setup(args.algo, args.env, base.to_data(), space, args.seeds, args.first_seed)
     study = open_study(study_name, storage, setup, args)
     for text in args.enqueue:
         print(enqueue(study, setup, text))
@@ -189,7 +191,8 @@ def open_study(name: str, storage: optuna.storages.BaseStorage, setup: Setup, ar
     elif recorded != wanted:
         raise ZooError(
             f"study {name!r} was created with other options: {'; '.join(differences(recorded, wanted)[:4])}. "
-            "Give the study's own --n-timesteps, --hyperparams, --space and --seeds to resume it, or another --study"
+            "Give the study's own --n-timesteps, --hyperparams, --space, --seeds and --first-seed to resume it, or "
+            "another --study"
         )
     return study
 
@@ -245,7 +248,7 @@ def header(
     searched = ", ".join(param.name for param in setup.space.params) or "nothing (--space none)"
     lines = [
         f"study {study.study_name} in {spec.shown} ({kind}): {done} of {args.trials} trials done",
-        f"each trial: {setup.base['n_timesteps']:,} steps x {setup.seeds} seed(s), scored on the final model",
+        f"each trial: {setup.base['n_timesteps']:,} steps on each of {setup.seed_range}, scored on the final model",
         f"searched ({setup.space.source}): {searched}",
         "over: " + yaml.safe_dump(setup.base, sort_keys=False, default_flow_style=True, width=10**6).strip(),
         f"{args.jobs} worker process(es) here",

@@ -1,10 +1,10 @@
 """One trial: a configuration drawn from the search space, trained and scored as ``zoo benchmark`` scores a run.
 
-Each seed ``0 .. seeds-1`` trains through :func:`zoo.measure.measured_run`: a deterministic evaluation on 5
-episodes every ``n_timesteps / 20`` steps, and the final model on 20 deterministic episodes. Every periodic
-evaluation is reported to the trial, at step ``seed * n_timesteps + timesteps``, so that the pruner compares
-trials on the same seed at the same point of training; a pruned trial stops there. The trial's value is the
-mean over the seeds of the final scores.
+Each seed (``first_seed`` to ``first_seed + seeds - 1``, 0 to ``seeds - 1`` by default) trains through
+:func:`zoo.measure.measured_run`: a deterministic evaluation on 5 episodes every ``n_timesteps / 20`` steps, and
+the final model on 20 deterministic episodes. Every periodic evaluation is reported to the trial, at step
+``k * n_timesteps + timesteps`` for its k-th seed, so that the pruner compares trials on the same seed at the same
+point of training; a pruned trial stops there. The trial's value is the mean over the seeds of the final scores.
 
 A trial that raises (a non-finite loss is ``FloatingPointError``, a bad combination of hyperparameters a
 ``ZooError`` from the constructor's ``ValueError``) is recorded FAIL with its reason in the ``fail_reason`` user
@@ -38,6 +38,7 @@ TRAIN_SECONDS_ATTR = "train_seconds"  # training wall-clock over all seeds, eval
 PRUNED_AT_ATTR = "pruned_at"
 CPU_ATTR = "cpu"
 INTERRUPTED = "interrupted (Ctrl-C)"  # the fail_reason of a trial stopped by Ctrl-C
+SETUP_ATTR = "zoo"  # the study's user attribute holding its Setup, checked by every command that joins it
 COUNTED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
 
 
@@ -50,6 +51,7 @@ class Setup:
     base: dict[str, Any]  # RunConfig.to_data() of the env's entry with --hyperparams and --n-timesteps
     space: SearchSpace
     seeds: int
+    first_seed: int = 0
 
     @property
     def base_config(self) -> RunConfig:
@@ -62,7 +64,13 @@ class Setup:
             "base": self.base,
             "space": self.space.to_data(),
             "seeds": self.seeds,
+            "first_seed": self.first_seed,
         }
+
+    @property
+    def seed_range(self) -> str:
+        last = self.first_seed + self.seeds - 1
+        return f"seed {last}" if self.seeds == 1 else f"seeds {self.first_seed}-{last}"
 
 
 class Surplus(Exception):
@@ -102,8 +110,8 @@ def run_trial(trial: optuna.Trial, setup: Setup, target: int) -> float:
         trial.set_user_attr(CPU_ATTR, cpu_model())
         scores: list[float] = []
         seconds = 0.0
-        for seed in range(setup.seeds):
-            reporter = PruningReporter(trial, offset=seed * config.n_timesteps)
+        for k, seed in enumerate(range(setup.first_seed, setup.first_seed + setup.seeds)):
+            reporter = PruningReporter(trial, offset=k * config.n_timesteps)
             command = f"python -m zoo tune --env {setup.env_id} --study {trial.study.study_name}"
             with tempfile.TemporaryDirectory(prefix="zoo-tune-") as scratch, interrupt.interruptible():
                 _, measured = measured_run(config, seed, scratch, command, after_eval=reporter)

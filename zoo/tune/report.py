@@ -13,7 +13,7 @@ from optuna.trial import FrozenTrial, TrialState
 from zoo.config import RunConfig
 from zoo.errors import ZooError
 from zoo.measure import FINAL_EVAL_EPISODES
-from zoo.tune.objective import CONFIG_ATTR, SCORES_ATTR, TRAIN_SECONDS_ATTR
+from zoo.tune.objective import CONFIG_ATTR, SCORES_ATTR, SETUP_ATTR, TRAIN_SECONDS_ATTR
 from zoo.tune.workers import Counts, describe, format_params
 
 HISTORY_PNG = "optimization_history.png"
@@ -110,7 +110,9 @@ def export(study: optuna.Study) -> str:
     best = complete_trials(study)[0]
     scores = best.user_attrs.get(SCORES_ATTR, [])
     finished = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
-    seeds = "seed 0" if len(scores) == 1 else f"seeds 0-{len(scores) - 1}"
+    setup = study.user_attrs.get(SETUP_ATTR, {})
+    first = int(setup.get("first_seed", 0))
+    seeds = f"seed {first}" if len(scores) == 1 else f"seeds {first}-{first + len(scores) - 1}"
     comment = (
         f"# Tuned (python -m zoo tune, study {study.study_name}): trial {best.number}, the best of {finished} "
         f"trials,\n# {best.value:.1f} = the final model's mean return on {FINAL_EVAL_EPISODES} deterministic "
