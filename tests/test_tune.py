@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -29,9 +30,9 @@ from zoo.cli import main as cli
 from zoo.config import RunConfig, get_config, make_env, make_model
 from zoo.errors import ZooError
 from zoo.train import train
-from zoo.tune.objective import CONFIG_ATTR, SCORES_ATTR
+from zoo.tune.objective import CONFIG_ATTR, SCORES_ATTR, Surplus, check_not_surplus
 from zoo.tune.space import Sample, apply, fixed_params, load_space, suggest, with_overrides
-from zoo.tune.storage import FAIL_REASON_ATTR, JOURNAL_FILE, WORKER_ATTR
+from zoo.tune.storage import FAIL_REASON_ATTR, JOURNAL_FILE, WORKER_ATTR, hand_on_orphans
 
 ZOO_ENVS = ["CartPole-v1", "Acrobot-v1", "LunarLander-v3", "Pendulum-v1", "MountainCarContinuous-v0"]
 TINY_SPACE = """
@@ -370,6 +371,40 @@ def test_a_bad_storage_url_is_one_line(tmp_path: Path, capsys: pytest.CaptureFix
     assert "error: cannot open storage postgresql://zoo:***@127.0.0.1:1/optuna" in err
     assert "secret" not in err
     assert "Traceback" not in err
+
+
+def test_a_trial_asked_for_beyond_the_target_is_surplus() -> None:
+    study = optuna.create_study(direction="maximize")
+    study.tell(study.ask(), 1.0)  # trial 0 done
+    running = study.ask()  # trial 1 under way
+    check_not_surplus(running, target=2)
+    late = study.ask()  # two workers asked at the same instant for the last trial: the later one stands down
+    with pytest.raises(Surplus, match="the study had its 2 trials done or under way when trial 2 started"):
+        check_not_surplus(late, target=2)
+
+
+def test_a_journal_trial_whose_worker_died_is_failed_and_queued_again(tmp_path: Path) -> None:
+    storage = JournalStorage(JournalFileBackend(str(tmp_path / JOURNAL_FILE)))
+    study = optuna.create_study(storage=storage, study_name="orphans", direction="maximize")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    orphan, alive = study.ask({"x": optuna.distributions.FloatDistribution(0, 1)}), study.ask()
+    orphan.set_user_attr(WORKER_ATTR, f"{socket.gethostname()}:{dead.pid}")
+    alive.set_user_attr(WORKER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
+    assert hand_on_orphans(study, storage) == [orphan.number]
+    trials = study.get_trials()
+    assert trials[orphan.number].state == TrialState.FAIL
+    assert trials[orphan.number].user_attrs[FAIL_REASON_ATTR] == f"its worker (pid {dead.pid}) died"
+    assert trials[alive.number].state == TrialState.RUNNING
+    assert trials[-1].state == TrialState.WAITING
+    assert trials[-1].system_attrs["failed_trial"] == orphan.number
+    assert hand_on_orphans(study, storage) == []
+
+
+def test_report_of_a_study_that_does_not_exist(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli(["tune", "--env", "CartPole-v1", "--log-folder", str(tmp_path), "--report"]) == 2
+    assert "no study 'reinforce-CartPole-v1'" in capsys.readouterr().err
+    assert not (tmp_path / "tune").exists()
 
 
 def test_sample_keeps_what_an_enqueued_trial_asked_for() -> None:

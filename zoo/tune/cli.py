@@ -41,16 +41,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--trials", type=int, default=100, help="trials done (complete or pruned) the study should have"
     )
     parser.add_argument("--jobs", type=int, default=1, help="worker processes on this machine")
-    parser.add_argument("--storage", default=None, help="Optuna storage URL or journal file (default: embedded)")
-    parser.add_argument("--study", default=None, help="study name (default: ALGO-ENV)")
-    parser.add_argument("--timeout", type=float, default=None, help="seconds after which no new trial starts")
-    parser.add_argument("--n-timesteps", type=int, default=None, help="budget per trial and seed (default: entry's)")
+    parser.add_argument(
+        "--storage", default=None, help="Optuna storage URL or journal file; None: LOG_FOLDER/tune/STUDY/study.journal"
+    )
+    parser.add_argument("--study", default=None, help="study name; None: ALGO-ENV")
+    parser.add_argument(
+        "--timeout", type=float, default=None, help="seconds after which no new trial starts; None: no limit"
+    )
+    parser.add_argument(
+        "--n-timesteps", type=int, default=None, help="budget per trial and seed; None: the entry's n_timesteps"
+    )
     parser.add_argument("--seeds", type=int, default=1, help="seeds per trial; its value is their mean score")
     parser.add_argument("--first-seed", type=int, default=0, help="the seeds are FIRST_SEED .. FIRST_SEED+SEEDS-1")
     parser.add_argument(
         "--hyperparams", nargs="*", default=[], metavar="KEY=VALUE", help="fixed overrides of the entry (YAML values)"
     )
-    parser.add_argument("--space", default=None, help="search space YAML file, or 'none' (default: the zoo's)")
+    parser.add_argument(
+        "--space", default=None, help="search space YAML file, or 'none'; None: the zoo's hyperparams/search_space.yml"
+    )
     parser.add_argument(
         "--enqueue",
         action="append",
@@ -89,10 +97,13 @@ def main(argv: list[str] | None = None) -> int:
         raise ZooError(f"--study {study_name!r}: a study name is also a folder name, without '/'")
     folder = study_folder(args.log_folder, study_name)
     spec = StorageSpec.parse(args.storage, folder, args.heartbeat_interval, args.grace_period)
+    reading = args.report or args.export is not None
+    if reading and spec.url is None and not Path(str(spec.journal)).is_file():
+        raise ZooError(f"no study {study_name!r}: {spec.journal} does not exist (--study, --log-folder, --storage?)")
     storage = spec.open()
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # each finished trial gets one line from Progress instead
 
-    if args.report or args.export is not None:
+    if reading:
         study = existing_study(study_name, storage, spec)
         if args.report:
             print(table(study))
