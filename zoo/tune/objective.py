@@ -27,7 +27,7 @@ from zoo.errors import first_line
 from zoo.machine import cpu_model
 from zoo.measure import FINAL_EVAL_EPISODES, measured_run
 from zoo.tune import interrupt
-from zoo.tune.space import SearchSpace, apply, suggest, with_overrides
+from zoo.tune.space import POLICY_KWARGS, SearchSpace, apply, suggest, with_overrides
 from zoo.tune.storage import FAIL_REASON_ATTR, WORKER_ATTR, worker_id
 
 # The trial's user attributes, read by the report and the export.
@@ -105,7 +105,8 @@ def run_trial(trial: optuna.Trial, setup: Setup, target: int) -> float:
     try:
         check_not_surplus(trial, target)
         overrides = dict(trial.user_attrs.get(OVERRIDES_ATTR, {}))
-        config = apply(with_overrides(setup.base_config, overrides), suggest(trial, setup.space), keep=set(overrides))
+        asked = set(overrides) | {f"{POLICY_KWARGS}{key}" for key in overrides.get("policy_kwargs", {})}
+        config = apply(with_overrides(setup.base_config, overrides), suggest(trial, setup.space), keep=asked)
         trial.set_user_attr(CONFIG_ATTR, config.to_data())
         trial.set_user_attr(CPU_ATTR, cpu_model())
         scores: list[float] = []
