@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +153,30 @@ def test_save_load_keeps_both_optimizers(tmp_path: Path) -> None:
         for key in saved_state:
             for field in ("exp_avg", "exp_avg_sq", "step"):
                 th.testing.assert_close(loaded_state[key][field], saved_state[key][field], rtol=0, atol=0)
+
+
+def test_a_model_saved_before_the_critic_fit_loads_with_the_joint_update(tmp_path: Path) -> None:
+    model = cartpole_model(vf_n_epochs=0).learn(600)
+    model.save(tmp_path / "new")
+    # A zip of the earlier format: no vf_n_epochs (nor the other critic settings) in its data.
+    with zipfile.ZipFile(tmp_path / "new.zip") as source, zipfile.ZipFile(tmp_path / "old.zip", "w") as target:
+        for item in source.infolist():
+            content = source.read(item.filename)
+            if item.filename == "data":
+                data = json.loads(content)
+                for key in ("vf_n_epochs", "vf_learning_rate", "vf_batch_size", "_rng"):
+                    data.pop(key)
+                content = json.dumps(data).encode()
+            target.writestr(item, content)
+    loaded = Reinforce.load(tmp_path / "old", env=make_vec_env("CartPole-v1", n_envs=2, seed=0), device="cpu")
+    assert loaded.vf_n_epochs == 0
+    assert loaded.vf_optimizer is None
+    observations = np.zeros((3, 4), dtype=np.float32)
+    np.testing.assert_array_equal(
+        loaded.predict(observations, deterministic=True)[0], model.predict(observations, deterministic=True)[0]
+    )
+    loaded.learn(600)
+    assert loaded._n_updates > model._n_updates
 
 
 def final_parameters(model: Reinforce) -> dict[str, th.Tensor]:

@@ -6,6 +6,7 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.policies import ActorCriticPolicy, BaseModel, BasePolicy
+from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.utils import FloatSchedule, explained_variance, obs_as_tensor
@@ -254,16 +255,41 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
     def _setup_model(self) -> None:
         super()._setup_model()
         self.vf_lr_schedule = FloatSchedule(self.vf_learning_rate)
+        self._build_optimizers()
+
+    def _build_optimizers(self) -> None:
+        """One optimizer over every parameter for the joint update; with the critic fit, the policy's over the
+        actor's parameters and ``vf_optimizer`` over the critic's own."""
+        # SB3 types optimizer_class as the Optimizer base, whose __init__ takes no lr; every subclass does.
+        optimizer_class: Any = self.policy.optimizer_class
+        optimizer_kwargs = self.policy.optimizer_kwargs
         if not self.fits_critic:
+            self.policy.optimizer = optimizer_class(
+                self.policy.parameters(), lr=self.lr_schedule(1), **optimizer_kwargs
+            )
+            self.vf_optimizer = None
             return
         critic = self.critic_parameters()
         critic_ids = {id(parameter) for parameter in critic}
         actor = [parameter for parameter in self.policy.parameters() if id(parameter) not in critic_ids]
-        # SB3 types optimizer_class as the Optimizer base, whose __init__ takes no lr; every subclass does.
-        optimizer_class: Any = self.policy.optimizer_class
-        optimizer_kwargs = self.policy.optimizer_kwargs
         self.policy.optimizer = optimizer_class(actor, lr=self.lr_schedule(1), **optimizer_kwargs)
         self.vf_optimizer = optimizer_class(critic, lr=self.vf_lr_schedule(1), **optimizer_kwargs)
+
+    def set_parameters(
+        self,
+        load_path_or_dict: str | dict[str, Any],
+        exact_match: bool = True,
+        device: th.device | str = "auto",
+    ) -> None:
+        params = load_path_or_dict
+        if not isinstance(params, dict):
+            _, params, _ = load_from_zip_file(params, device=device, load_data=False)
+        if self.fits_critic and "policy.optimizer" in params and "vf_optimizer" not in params:
+            # Saved before the critic had an optimizer of its own (its data has no vf_n_epochs, so the default
+            # was taken): it was trained with the joint update, and resumes with it.
+            self.vf_n_epochs = 0
+            self._build_optimizers()
+        super().set_parameters(params, exact_match=exact_match, device=device)
 
     def critic_parameters(self) -> list[th.nn.Parameter]:
         """The parameters that belong to the critic alone: the ones the critic fit moves."""
