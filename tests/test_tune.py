@@ -4,6 +4,7 @@ PostgreSQL server shared by worker processes, one of them killed mid-trial. Tria
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import socket
@@ -31,6 +32,7 @@ from zoo.config import RunConfig, get_config, make_env, make_model
 from zoo.errors import ZooError
 from zoo.train import train
 from zoo.tune.objective import CONFIG_ATTR, SCORES_ATTR, Surplus, check_not_surplus
+from zoo.tune.report import table
 from zoo.tune.space import Sample, apply, fixed_params, load_space, suggest, with_overrides
 from zoo.tune.storage import FAIL_REASON_ATTR, JOURNAL_FILE, WORKER_ATTR, hand_on_orphans
 
@@ -308,8 +310,13 @@ def postgres_url() -> Iterator[str]:
         yield url
 
 
+@functools.cache
+def rdb_storage(url: str) -> RDBStorage:
+    return RDBStorage(url)  # one engine for the test's many reads: an engine per read would exhaust connections
+
+
 def rdb_study(url: str, name: str) -> optuna.Study:
-    return optuna.load_study(study_name=name, storage=RDBStorage(url))
+    return optuna.load_study(study_name=name, storage=rdb_storage(url))
 
 
 def test_workers_on_two_machines_share_one_postgres_study_and_survive_a_killed_worker(
@@ -317,7 +324,7 @@ def test_workers_on_two_machines_share_one_postgres_study_and_survive_a_killed_w
 ) -> None:
     # Two commands, as on two machines, with the plain postgresql:// URL a user types (psycopg 3): the first with
     # two worker processes, one of which is killed mid-trial. A short heartbeat lets the test wait 3 s, not 2 min.
-    options = [*tiny, "--storage", postgres_url, "--study", "shared", "--trials", "6"]
+    options = [*tiny, "--storage", postgres_url, "--study", "shared", "--trials", "4"]
     options += ["--heartbeat-interval", "1", "--grace-period", "3"]
     first, second = tune_process([*options, "--jobs", "2"], tmp_path), tune_process(options, tmp_path)
 
@@ -346,10 +353,13 @@ def test_workers_on_two_machines_share_one_postgres_study_and_survive_a_killed_w
         assert process.returncode == 0, err
         assert "more workers on other machines: python -m zoo tune" in out
     assert "exited with status -9" in outputs[0][1]
+    assert (
+        f"trial {killed}: FAILED: its worker stopped (no heartbeat) or lost the storage; run again as" in outputs[1][0]
+    )
 
     trials = rdb_study(postgres_url, "shared").get_trials()
     assert [t.number for t in trials] == list(range(len(trials)))  # unique, none lost
-    assert len([t for t in trials if t.state in TERMINAL]) == 6
+    assert len([t for t in trials if t.state in TERMINAL]) == 4
     assert not [t for t in trials if t.state in (TrialState.RUNNING, TrialState.WAITING)]
     # The killed worker's trial was failed (no heartbeat) and run again, with the same parameters.
     assert trials[killed].state == TrialState.FAIL
@@ -357,6 +367,10 @@ def test_workers_on_two_machines_share_one_postgres_study_and_survive_a_killed_w
     assert len(retried) == 1
     assert retried[0].state in TERMINAL
     assert retried[0].params == trials[killed].params
+    reason = "its worker stopped (no heartbeat) or lost the storage"
+    assert f"trial {killed}: FAILED: {reason}; run again as trial {retried[0].number}" in table(
+        rdb_study(postgres_url, "shared")
+    )
     others = [t for t in trials if t.state == TrialState.FAIL and t.number != killed]
     assert all("surplus" in t.user_attrs[FAIL_REASON_ATTR] for t in others)  # two workers asked at the same instant
     workers = {t.user_attrs[WORKER_ATTR].rpartition(":")[2] for t in trials if t.state in TERMINAL}

@@ -55,7 +55,8 @@ def table(study: optuna.Study, top: int = 10) -> str:
         lines.append("no complete trial yet")
     failed = study.get_trials(deepcopy=False, states=(TrialState.FAIL,))
     if failed:
-        lines += ["", "failed trials:"] + [f"  {describe(trial)}" for trial in failed]
+        everything = study.get_trials(deepcopy=False)
+        lines += ["", "failed trials:"] + [f"  {describe(trial, everything)}" for trial in failed]
     return "\n".join(lines)
 
 

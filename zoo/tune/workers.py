@@ -36,6 +36,7 @@ from zoo.tune.objective import PRUNED_AT_ATTR, SCORES_ATTR, Setup, run_trial
 from zoo.tune.storage import FAIL_REASON_ATTR, StorageSpec, hand_on_orphans
 
 POLL_SECONDS = 2.0
+RETRIED_ATTR = "failed_trial"  # the system attribute of Optuna's retry callback: the trial a retry runs again
 FORWARD_SECONDS = 2.0  # after Ctrl-C, how long the workers have to stop by themselves before it is passed on
 JOIN_SECONDS = 30.0  # then how long a worker may take to record its interrupted trial
 
@@ -177,7 +178,7 @@ class Progress:
         for trial in trials:
             if trial.state.is_finished() and trial.number not in self.seen:
                 self.seen.add(trial.number)
-                self.bar.write(describe(trial))
+                self.bar.write(describe(trial, trials))
         self.bar.n = min(counts.done, self.target)
         complete = [trial.value for trial in trials if trial.state == TrialState.COMPLETE and trial.value is not None]
         best = f"{max(complete):.1f}" if complete else "-"
@@ -189,8 +190,8 @@ class Progress:
             self.bar.close()
 
 
-def describe(trial: FrozenTrial) -> str:
-    """One line for a finished trial."""
+def describe(trial: FrozenTrial, trials: list[FrozenTrial] | None = None) -> str:
+    """One line for a finished trial; ``trials`` (the study's) tells which trial retried a failed one."""
     if trial.state == TrialState.COMPLETE:
         seeds = ", ".join(f"{score:.1f}" for score in trial.user_attrs.get(SCORES_ATTR, []))
         return f"trial {trial.number}: {trial.value:.1f} (per seed: {seeds})  {format_params(trial)}"
@@ -199,8 +200,9 @@ def describe(trial: FrozenTrial) -> str:
         last = trial.intermediate_values.get(at) if at is not None else None
         where = f" at step {at:,} ({last:.1f})" if at is not None and last is not None else ""
         return f"trial {trial.number}: pruned{where}  {format_params(trial)}"
-    reason = trial.user_attrs.get(FAIL_REASON_ATTR, "no reason recorded (its worker died or lost the storage)")
-    return f"trial {trial.number}: FAILED: {reason}"
+    reason = trial.user_attrs.get(FAIL_REASON_ATTR, "its worker stopped (no heartbeat) or lost the storage")
+    retries = [t.number for t in trials or [] if t.system_attrs.get(RETRIED_ATTR) == trial.number]
+    return f"trial {trial.number}: FAILED: {reason}" + (f"; run again as trial {retries[-1]}" if retries else "")
 
 
 def format_params(trial: FrozenTrial) -> str:
