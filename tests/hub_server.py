@@ -21,6 +21,8 @@ a kept-alive connection stays usable.
 
 Test hooks: ``requests`` (every request as ``(method, path)``), ``commits(repo_id)``, ``fail_next(n, status)``
 (answer the next ``n`` requests with ``status``), ``files(repo_id)`` and ``read(repo_id, path)``.
+
+:class:`SilentServer` is the opposite: a Hub that accepts every connection and never answers.
 """
 
 from __future__ import annotations
@@ -74,6 +76,38 @@ class HubError(Exception):
         super().__init__(message)
         self.status, self.message, self.code, self.commit = status, message, code, commit
         self.body = body or {}
+
+
+class SilentServer:
+    """A server that accepts connections and never sends a byte: ``with SilentServer() as hub: ... hub.url ...``."""
+
+    def __init__(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0), backlog=64)
+        self._held: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._accept, name="silent-hub", daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._listener.getsockname()[:2]
+        return f"http://{host}:{port}"
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                connection, _ = self._listener.accept()
+                self._held.append(connection)  # kept open, never read from or written to
+
+    def __enter__(self) -> SilentServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread
+        self._listener.close()
+        for connection in self._held:
+            connection.close()
+        self._thread.join(timeout=5)
 
 
 class HubServer:

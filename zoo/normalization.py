@@ -225,17 +225,20 @@ class VecNormalizeStats:
 
         ``norm_reward`` defaults to False when not training, so evaluation reports the env's own rewards.
         """
-        wrapped = VecNormalize(
-            venv,
-            training=training,
-            norm_obs=self.norm_obs,
-            norm_reward=(training and self.norm_reward) if norm_reward is None else norm_reward,
-            clip_obs=self.clip_obs,
-            clip_reward=self.clip_reward,
-            gamma=self.gamma,
-            epsilon=self.epsilon,
-            norm_obs_keys=self.norm_obs_keys,
-        )
+        try:
+            wrapped = VecNormalize(
+                venv,
+                training=training,
+                norm_obs=self.norm_obs,
+                norm_reward=(training and self.norm_reward) if norm_reward is None else norm_reward,
+                clip_obs=self.clip_obs,
+                clip_reward=self.clip_reward,
+                gamma=self.gamma,
+                epsilon=self.epsilon,
+                norm_obs_keys=self.norm_obs_keys,
+            )
+        except (ValueError, KeyError, TypeError) as error:  # norm_obs_keys that the env's observations do not have
+            raise ZooError(f"VecNormalize settings do not fit the env: {type(error).__name__}: {error}"[:300]) from None
         if self.norm_obs:
             stored: Any = self.obs_rms
             current: Any = wrapped.obs_rms

@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from huggingface_hub import (
     CommitOperationAdd,
@@ -92,19 +92,24 @@ def check_timeout(timeout: float | None) -> float:
 def request_timeout(seconds: float) -> Iterator[None]:
     """Every request of huggingface_hub waits at most ``seconds`` for the Hub (to connect, read or write).
 
-    Its shared HTTP session has no timeout for API calls and its file downloads use
-    ``constants.HF_HUB_DOWNLOAD_TIMEOUT``: both are set for the duration, and restored after.
+    huggingface_hub passes ``timeout=None`` (wait forever) to most of its API calls, which overrides any default of
+    its shared HTTP session; so a request hook on that session sets each request's timeout while this runs (for
+    every request of the process: one operation at a time holds the hook).
     """
+    limits = {"connect": seconds, "read": seconds, "write": seconds, "pool": seconds}
+
+    def set_timeout(request: Any) -> None:
+        request.extensions["timeout"] = dict(limits)
+
     with _TIMEOUT_LOCK:
         session = get_session()
-        previous, download = session.timeout, constants.HF_HUB_DOWNLOAD_TIMEOUT
-        session.timeout = seconds
-        constants.HF_HUB_DOWNLOAD_TIMEOUT = seconds  # type: ignore[assignment]
+        hooks = session.event_hooks
+        session.event_hooks = {**hooks, "request": [*hooks["request"], set_timeout]}
         try:
             yield
         finally:
-            session.timeout = previous
-            constants.HF_HUB_DOWNLOAD_TIMEOUT = download
+            current = session.event_hooks
+            session.event_hooks = {**current, "request": [h for h in current["request"] if h is not set_timeout]}
 
 
 def _timed_out(error: BaseException | None) -> bool:

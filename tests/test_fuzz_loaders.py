@@ -1,0 +1,264 @@
+"""Hypothesis fuzzing of the zoo's four loaders of outside data: config.json (a downloaded agent), vec_normalize.json,
+a hyperparameter YAML file and ``--hyperparams``.
+
+Each example is either a valid document with a few fields replaced, removed or added, or arbitrary data or text.
+Whatever it is, the loader either returns or raises one ZooError naming the problem: never another exception, a
+RecursionError or a hang, and it writes no file outside the example's folder (checked with an audit hook on every
+open-for-writing, rename, removal and folder creation of the process while the loader runs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import VecNormalize
+
+from sb3_reinforce import Reinforce
+from zoo import config as zoo_config
+from zoo.agent_format import load_agent, save_agent
+from zoo.algos import constructor_keys
+from zoo.config import ZOO_KEYS, get_config, load_file, parse_table
+from zoo.errors import ZooError
+from zoo.normalization import VecNormalizeStats
+from zoo.train import parse_overrides
+
+FUZZ = settings(
+    max_examples=120,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+
+# ------------------------------------------------------------------------------- no file outside is written
+
+WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_allowed: list[Path] = []
+_violations: list[str] = []
+
+
+def _outside(path: Any) -> bool:
+    if path is None or isinstance(path, int):
+        return False
+    resolved = Path(os.fsdecode(path)).resolve()
+    return not any(resolved == root or root in resolved.parents for root in _allowed)
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if not _allowed:
+        return
+    if event == "open":
+        path, mode, flags = args
+        writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or bool((flags or 0) & WRITE_FLAGS)
+        if writing and _outside(path):
+            _violations.append(f"open({path!r}, {mode!r})")
+    elif event in ("os.rename", "shutil.copyfile", "shutil.move", "os.link", "os.symlink"):
+        if _outside(args[1]):
+            _violations.append(f"{event}{args[:2]!r}")
+    elif event in ("os.remove", "os.rmdir", "os.mkdir", "os.truncate", "os.chmod", "shutil.rmtree") and _outside(
+        args[0]
+    ):
+        _violations.append(f"{event}({args[0]!r})")
+
+
+sys.addaudithook(_audit)  # hooks cannot be removed; this one only looks while _allowed is set
+
+
+@contextlib.contextmanager
+def writes_only_under(root: Path) -> Iterator[None]:
+    _allowed[:], _violations[:] = [root.resolve()], []
+    try:
+        yield
+    finally:
+        _allowed.clear()
+    assert _violations == [], _violations
+
+
+def only_zoo_errors(load: Any, root: Path) -> None:
+    """``load()`` returns or raises a ZooError that says something, writing nothing outside ``root``."""
+    message = "returned"
+    with writes_only_under(root):
+        try:
+            load()
+        except ZooError as error:
+            message = str(error).strip()
+    assert message
+
+
+# ----------------------------------------------------------------------------------------------- strategies
+
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=12)
+    | st.sampled_from(["inf", "-inf", "nan", "lin_nan", "lin_1e-3", "float32", "Box", "Dict", "os:system", "../x"])
+)
+JSON = st.recursive(
+    SCALARS,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=12,
+)
+
+
+def paths(document: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every key path into a JSON-like document."""
+    found = [prefix]
+    if isinstance(document, dict):
+        for key, value in document.items():
+            found += paths(value, (*prefix, key))
+    elif isinstance(document, list):
+        for index, value in enumerate(document):
+            found += paths(value, (*prefix, index))
+    return found
+
+
+@st.composite
+def mutated(draw: st.DrawFn, valid: Any) -> Any:
+    """``valid`` with one to three fields replaced by arbitrary data, removed, or added."""
+    document = copy.deepcopy(valid)
+    for _ in range(draw(st.integers(1, 3))):
+        path = draw(st.sampled_from(paths(document)))
+        if not path:
+            document = draw(JSON)
+            continue
+        parent = document
+        for key in path[:-1]:
+            parent = parent[key]
+        action = draw(st.sampled_from(["replace", "replace", "remove", "add"]))
+        if action == "replace":
+            parent[path[-1]] = draw(JSON)
+        elif action == "remove":
+            del parent[path[-1]]
+        elif isinstance(parent, dict):
+            parent[draw(st.text(max_size=8))] = draw(JSON)
+        else:
+            parent.append(draw(JSON))
+        if not isinstance(document, (dict, list)):
+            break
+    return document
+
+
+def documents(valid: Any) -> st.SearchStrategy[str | bytes]:
+    """A document as a file holds it: mostly a mutated valid one, sometimes anything at all."""
+    as_text = st.builds(lambda doc: json.dumps(doc, allow_nan=True), mutated(valid) | JSON)
+    return as_text | as_text | st.binary(max_size=64) | st.text(max_size=64)
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+# ------------------------------------------------------------------------------------------------ fixtures
+
+
+@pytest.fixture(scope="module")
+def agent_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    folder = tmp_path_factory.mktemp("agent")
+    model = Reinforce("MlpPolicy", "CartPole-v1", n_episodes=2, policy_kwargs={"net_arch": [8]}, device="cpu")
+    return folder, save_agent(folder, model, env_id="CartPole-v1")
+
+
+@pytest.fixture(scope="module")
+def stats_json() -> dict[str, Any]:
+    venv = VecNormalize(make_vec_env("CartPole-v1", n_envs=2, seed=0))
+    venv.reset()
+    for _ in range(20):
+        venv.step([venv.action_space.sample() for _ in range(2)])
+    return VecNormalizeStats.from_vec_normalize(venv).to_json()
+
+
+def write(path: Path, content: str | bytes) -> None:
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8", errors="surrogatepass")
+
+
+# ----------------------------------------------------------------------------------------------------- tests
+
+
+def test_the_valid_documents_load(agent_folder: tuple[Path, dict[str, Any]], stats_json: dict[str, Any]) -> None:
+    folder, _ = agent_folder
+    assert load_agent(folder, device="cpu")[1]["env_id"] == "CartPole-v1"
+    assert VecNormalizeStats.from_json(stats_json).settings()["norm_obs"] is True
+    assert get_config("reinforce", "CartPole-v1").n_timesteps > 0
+
+
+@FUZZ
+@given(data=st.data())
+@example(data=None)
+def test_config_json(agent_folder: tuple[Path, dict[str, Any]], data: Any) -> None:
+    folder, config = agent_folder
+    content = DEEP if data is None else data.draw(documents(config))
+    write(folder / "config.json", content)
+    only_zoo_errors(lambda: load_agent(folder, device="cpu"), folder)
+
+
+@FUZZ
+@given(data=st.data())
+@example(data=None)
+def test_vec_normalize_json(stats_json: dict[str, Any], data: Any, tmp_path: Path) -> None:
+    from zoo.agent_format import read_json
+
+    content = DEEP if data is None else data.draw(documents(stats_json))
+    path = tmp_path / "vec_normalize.json"
+    write(path, content)
+
+    def load() -> None:
+        stats = VecNormalizeStats.from_json(read_json(path))
+        venv = make_vec_env("CartPole-v1", n_envs=1)
+        try:
+            stats.wrap(venv)
+        finally:
+            venv.close()
+
+    only_zoo_errors(load, tmp_path)
+
+
+YAML_TEXT = st.text(alphabet="{}[]:,-!&*#|>'\"?%@` \n\tabcx019.e", max_size=80)
+TAGS = st.sampled_from(["!!python/object/apply:os.system ['true']", "!!python/name:os.system", "!!binary ZZ", "*a"])
+
+
+@FUZZ
+@given(data=st.data())
+@example(data=None)
+def test_hyperparameter_yaml(data: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    valid = load_file("reinforce")
+    if data is None:
+        text = DEEP
+    else:
+        dumped = st.builds(lambda table: yaml.safe_dump(table, sort_keys=False), mutated(valid))
+        with_tag = st.builds(lambda tag: f"CartPole-v1:\n  learning_rate: {tag}\n", TAGS)
+        text = data.draw(dumped | dumped | with_tag | YAML_TEXT)
+
+    def load() -> None:
+        table = parse_table(text, "fuzz.yml")
+        monkeypatch.setattr(zoo_config, "load_file", lambda algo: table)
+        for env_id in ("CartPole-v1", "Pendulum-v1", "NotInTheTable-v0"):
+            get_config("reinforce", env_id).algorithm_kwargs()
+
+    only_zoo_errors(load, tmp_path)
+
+
+KEYS = st.sampled_from(sorted(set(constructor_keys(Reinforce)) | set(ZOO_KEYS))) | st.text(max_size=6)
+VALUES = st.builds(lambda value: yaml.safe_dump(value, default_flow_style=True).strip(), JSON) | YAML_TEXT | TAGS
+
+
+@FUZZ
+@given(items=st.lists(st.builds(lambda key, value: f"{key}={value}", KEYS, VALUES) | st.text(max_size=10), max_size=4))
+@example(items=["policy_kwargs=" + DEEP])
+def test_hyperparams_option(items: list[str], tmp_path: Path) -> None:
+    only_zoo_errors(lambda: get_config("reinforce", "CartPole-v1", parse_overrides(items)).algorithm_kwargs(), tmp_path)
