@@ -6,6 +6,7 @@ import csv
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 
@@ -259,3 +260,12 @@ def test_benchmark_quick_writes_the_table_and_resumes(tmp_path: Path, capsys: py
     assert len(list((tmp_path / "runs" / "reinforce" / "CartPole-v1").glob("seed*/CartPole-v1.zip"))) == 2
     assert cli(argv) == 0
     assert "2 runs, 2 already done, 0 to do" in capsys.readouterr().out
+
+
+def test_plot_range_leaves_out_the_untrained_outlier() -> None:
+    from zoo.benchmark import curve_range
+
+    curve = np.array([-4000.0, -300.0, -100.0, 0.0, 100.0, 150.0, 200.0, 230.0, 250.0, 260.0, 265.0, 270.0])
+    low, high = curve_range(curve)
+    assert -4000.0 < low < -100.0
+    assert high > 270.0

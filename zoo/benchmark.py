@@ -231,6 +231,15 @@ def write_table(rows: list[dict[str, Any]], out: Path, command: str, machines: s
     (out / "benchmark.md").write_text("\n".join(lines) + "\n")
 
 
+def curve_range(means: np.ndarray) -> tuple[float, float]:
+    """A y-range for the part of the learning curves that matters: from the 10th percentile of the mean curves'
+    points to their maximum. The first evaluations of an untrained policy can be far lower (LunarLander-v3's
+    -4000) and would squash everything else into a line; they are cut at the bottom edge."""
+    low, high = float(np.percentile(means, 10)), float(means.max())
+    margin = 0.08 * (high - low) or 1.0
+    return low - margin, high + margin
+
+
 def plot_curves(records: list[dict[str, Any]], out: Path) -> list[Path]:
     import matplotlib
 
@@ -241,6 +250,7 @@ def plot_curves(records: list[dict[str, Any]], out: Path) -> list[Path]:
     (out / "plots").mkdir(parents=True, exist_ok=True)
     for env_id in sorted({r["env_id"] for r in records}):
         figure, axis = plt.subplots(figsize=(5, 3.2), dpi=80)
+        means = []
         for algo in sorted({r["algo"] for r in records if r["env_id"] == env_id}):
             runs = [r for r in records if r["env_id"] == env_id and r["algo"] == algo and r["curve_timesteps"]]
             if not runs:
@@ -251,6 +261,9 @@ def plot_curves(records: list[dict[str, Any]], out: Path) -> list[Path]:
             mean, low, high = values.mean(axis=0), values.min(axis=0), values.max(axis=0)
             axis.plot(steps, mean, label=f"{algo} ({len(runs)} seeds)")
             axis.fill_between(steps, low, high, alpha=0.2)
+            means.append(mean)
+        if means:
+            axis.set_ylim(*curve_range(np.concatenate(means)))
         axis.set_title(env_id)
         axis.set_xlabel("env steps")
         axis.set_ylabel("eval return (mean, min-max over seeds)")
