@@ -1,17 +1,19 @@
 """Hugging Face Hub: publish a trained agent (``zoo push``, ``zoo push-all``) and load one back (``zoo enjoy``).
 
 A push evaluates the agent, records a replay, renders the model card from ``hub_cards/template.md`` and uploads
-one folder (:mod:`zoo.hub.layout`) in ONE commit; files of an earlier push that this one no longer has are
-deleted in the same commit. :func:`load_from_hub` downloads through the Hugging Face cache and rebuilds the model
-without unpickling anything unless asked to.
+one folder (:mod:`zoo.hub.layout`) with its ``manifest.json`` in ONE commit; the files an earlier push listed in
+its manifest that this one no longer has are deleted in the same commit, and nothing else.
+:func:`load_from_hub` downloads through the Hugging Face cache, checks every file it reads against the manifest
+and rebuilds the model without unpickling anything unless asked to.
 
 Data flows one way: :mod:`~zoo.hub.card` and :mod:`~zoo.hub.video` render files, :mod:`~zoo.hub.package` builds
 the folder, :mod:`~zoo.hub.client` (the only user of the Hub's API) uploads and downloads, :mod:`~zoo.hub.push`
 and :mod:`~zoo.hub.pull` are the entry points, :mod:`~zoo.hub.cli` the commands.
 
-Errors a user can cause (unknown repo, revision or file, no or rejected token, the Hub out of reach after a few
-retries, a corrupt or mismatched file, an env that does not fit the agent) raise :class:`zoo.errors.ZooError`
-with one line. Local folders are written into a temporary folder first and moved into place when complete.
+Errors a user can cause (unknown repo, revision or file, no or rejected token, the Hub out of reach or silent
+after a few retries, a corrupt, modified or invalid file, an env that does not fit the agent) raise
+:class:`zoo.errors.ZooError` with one line. Local folders are written into a temporary folder first and moved
+into place when complete.
 """
 
 from zoo.hub.card import TEMPLATE_PATH, format_metric, render_card
