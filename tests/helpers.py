@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from stable_baselines3.common.callbacks import BaseCallback
 
 from sb3_reinforce import Reinforce
@@ -28,3 +29,13 @@ def batch_episodes(model: Reinforce) -> list[tuple[np.ndarray, np.ndarray, np.nd
                 episodes.append((observations, buffer.actions[sl, env], buffer.rewards[sl, env]))
                 start = t + 1
     return episodes
+
+
+def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    """The one line a failing CLI command printed on stderr (asserting it is one ``error:`` line, no traceback)."""
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: ")
+    assert "Traceback" not in err
+    return lines[0]

@@ -27,6 +27,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from sb3_reinforce import Reinforce
 from tests.envs import NeverEndingEnv, ScriptedEnv
+from tests.helpers import one_error_line
 from zoo.benchmark import Task
 from zoo.cli import main as cli
 
@@ -35,6 +36,13 @@ TINY = {"net_arch": [4]}
 # A run that takes a second or two: CartPole, 2 envs, 2 episodes per update, a small net, rare evaluations.
 QUICK = ["--env", "CartPole-v1", "--no-progress-bar", "--verbose", "0", "--eval-episodes", "1"]
 QUICK_HYPERPARAMS = ["n_envs=2", "n_episodes=2", "policy_kwargs={net_arch: [8]}"]
+
+
+def run_python(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -c script args...`` in a child process with the test's environment; its output captured."""
+    return subprocess.run(
+        [sys.executable, "-c", script, *args], env=child_env(), capture_output=True, text=True, timeout=300, check=False
+    )
 
 
 def child_env() -> dict[str, str]:
@@ -47,15 +55,6 @@ def zoo_command(*args: str) -> list[str]:
 
 def run_folders(log_folder: Path) -> list[Path]:
     return sorted(p for p in log_folder.glob("*/*") if p.is_dir())
-
-
-def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    assert lines[0].startswith("error: ")
-    assert "Traceback" not in err
-    return lines[0]
 
 
 # ------------------------------------------------------------------------------------- every error is one line
@@ -232,14 +231,7 @@ def test_a_save_that_hits_a_file_size_limit_keeps_the_previous_model(tmp_path: P
         """
     )
     limit = len(good) + 4096
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(limit), str(path)],
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = run_python(script, str(limit), str(path))
     assert done.returncode == 2, done.stderr[-2000:]
     assert f"could not write the final model {path}" in done.stdout
     assert "File too large; it keeps its previous content" in done.stdout
@@ -255,14 +247,7 @@ def test_train_under_a_file_size_limit_leaves_no_truncated_model(tmp_path: Path)
     script = FILE_SIZE_LIMIT + "from zoo.cli import main\nsys.exit(main(sys.argv[2:]))\n"
     argv = ["train", *QUICK, "--n-timesteps", "400", "--eval-freq", "200", "--log-folder", str(logs)]
     # The default (64, 64) networks and their optimizers make a zip of about 100 kB; the logs stay far below.
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(32 * 1024), *argv, "--hyperparams", "n_envs=2", "n_episodes=2"],
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = run_python(script, str(32 * 1024), *argv, "--hyperparams", "n_envs=2", "n_episodes=2")
     assert done.returncode == 2, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
     assert "could not write the best model" in done.stderr

@@ -25,6 +25,7 @@ from huggingface_hub import HfApi
 from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_reinforce import Reinforce
+from tests.helpers import one_error_line
 from tests.hub.support import ENV_ID, ROOT, TOKEN, push, repo, run_config, upload_agent, use_endpoint
 from tests.hub_server import HubServer, SilentServer
 from zoo.cli import main as cli
@@ -33,15 +34,6 @@ from zoo.evaluate import evaluate_episodes
 from zoo.hub import load_from_hub, package_agent, push_all_main
 
 NORMALIZED = {"norm_obs": True, "norm_reward": True}
-
-
-def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    assert lines[0].startswith("error: ")
-    assert "Traceback" not in err
-    return lines[0]
 
 
 def tree(folder: Path) -> dict[str, bytes]:
