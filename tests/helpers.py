@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 
 from sb3_reinforce import Reinforce
@@ -39,3 +40,14 @@ def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
     assert lines[0].startswith("error: ")
     assert "Traceback" not in err
     return lines[0]
+
+
+def policy_state(model: Reinforce) -> dict[str, th.Tensor]:
+    """A copy of the policy's parameters and buffers, by name."""
+    return {key: value.clone() for key, value in model.policy.state_dict().items()}
+
+
+def assert_unchanged(model: Reinforce, before: dict[str, th.Tensor]) -> None:
+    """Every parameter of the policy is bit for bit what ``before`` recorded."""
+    for key, value in policy_state(model).items():
+        th.testing.assert_close(value, before[key], rtol=0, atol=0, msg=key)

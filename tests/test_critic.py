@@ -18,7 +18,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_reinforce import Reinforce
 from tests.envs import NeverEndingEnv
-from tests.helpers import collect
+from tests.helpers import collect, policy_state
 
 TINY = {"net_arch": [16]}
 
@@ -179,10 +179,6 @@ def test_a_model_saved_before_the_critic_fit_loads_with_the_joint_update(tmp_pat
     assert loaded._n_updates > model._n_updates
 
 
-def final_parameters(model: Reinforce) -> dict[str, th.Tensor]:
-    return {name: value.detach().clone() for name, value in model.policy.state_dict().items()}
-
-
 @pytest.mark.parametrize(
     ("env_id", "kwargs"),
     [
@@ -208,8 +204,8 @@ def test_a_loaded_model_continues_exactly_as_the_uninterrupted_run(
 
     assert resumed.num_timesteps == uninterrupted.num_timesteps
     assert resumed._n_updates == uninterrupted._n_updates
-    expected = final_parameters(uninterrupted)
-    for name, value in final_parameters(resumed).items():
+    expected = policy_state(uninterrupted)
+    for name, value in policy_state(resumed).items():
         th.testing.assert_close(value, expected[name], rtol=0, atol=0, msg=f"{name} diverged after resuming")
 
 

@@ -18,7 +18,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNorm
 
 from sb3_reinforce import VARIANTS, Reinforce, reference
 from tests.envs import NeverEndingEnv, ScriptedEnv, SpaceEnv, TargetEnv
-from tests.helpers import batch_episodes, collect
+from tests.helpers import assert_unchanged, batch_episodes, collect, policy_state
 
 TINY = {"net_arch": [16]}
 
@@ -73,10 +73,6 @@ def test_score_matches_autograd() -> None:
         log_pi = th.log_softmax(th.tensor(states[index]) @ theta_t.T, dim=0)[actions[index]]
         (grad,) = th.autograd.grad(log_pi, theta_t)
         np.testing.assert_allclose(reference.score(theta, states, actions)[index], grad.numpy(), rtol=1e-10)
-
-
-def policy_state(model: Reinforce) -> dict[str, th.Tensor]:
-    return {key: value.clone() for key, value in model.policy.state_dict().items()}
 
 
 @pytest.mark.parametrize("normalize", [False, True])
@@ -245,8 +241,7 @@ def test_nan_rewards_stop_training_with_the_update_named() -> None:
     before = policy_state(model)
     with pytest.raises(FloatingPointError, match=r"non-finite loss \(nan\) at update 1 \(num_timesteps=6\)"):
         model.learn(100)
-    for key, value in policy_state(model).items():
-        th.testing.assert_close(value, before[key], rtol=0, atol=0)
+    assert_unchanged(model, before)
 
 
 def test_sb3_machinery_works_unchanged(tmp_path: Path) -> None:

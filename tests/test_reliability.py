@@ -21,13 +21,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-import torch as th
 import yaml
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from sb3_reinforce import Reinforce
 from tests.envs import NeverEndingEnv, ScriptedEnv
-from tests.helpers import one_error_line
+from tests.helpers import assert_unchanged, one_error_line, policy_state
 from zoo.benchmark import Task
 from zoo.cli import main as cli
 
@@ -136,10 +135,6 @@ def test_a_bad_config_yml_beside_a_model_is_one_line(
 # --------------------------------------------------------------------------------------------------- library
 
 
-def policy_state(model: Reinforce) -> dict[str, th.Tensor]:
-    return {key: value.clone() for key, value in model.policy.state_dict().items()}
-
-
 def test_an_infinite_learning_rate_is_refused() -> None:
     with pytest.raises(ValueError, match=r"learning_rate must be > 0 and finite, or a schedule, got inf"):
         Reinforce("MlpPolicy", "CartPole-v1", learning_rate=float("inf"))
@@ -158,8 +153,7 @@ def test_a_schedule_that_turns_nan_raises_before_the_parameters_change(which: st
     before = policy_state(model)
     with pytest.raises(FloatingPointError, match=r"non-finite (critic )?learning rate \((nan|inf)\) at update 1"):
         model.learn(60)
-    for key, value in policy_state(model).items():
-        th.testing.assert_close(value, before[key], rtol=0, atol=0)
+    assert_unchanged(model, before)
 
 
 @pytest.mark.parametrize("fast", [True, False], ids=["numpy-actor", "torch-policy"])
@@ -177,8 +171,7 @@ def test_a_nan_observation_raises_the_documented_floating_point_error(fast: bool
     before = policy_state(model)
     with pytest.raises(FloatingPointError, match=r"non-finite observation \(nan\)"):
         model.learn(100)
-    for key, value in policy_state(model).items():
-        th.testing.assert_close(value, before[key], rtol=0, atol=0)
+    assert_unchanged(model, before)
 
 
 @pytest.mark.parametrize("bound", [1, 10, 37])

@@ -9,7 +9,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy, BaseModel, Base
 from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
-from stable_baselines3.common.utils import FloatSchedule, explained_variance, obs_as_tensor
+from stable_baselines3.common.utils import FloatSchedule, explained_variance, obs_as_tensor, update_learning_rate
 from torch.nn import functional as F
 
 from sb3_reinforce.common.episodic import EpisodicOnPolicyAlgorithm, check_finite_observations
@@ -376,9 +376,9 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         # Distributions without a closed-form entropy: estimate it with -log pi of the sampled actions.
         entropy_mean = entropy.mean() if entropy is not None else -log_prob.mean()
         loss = policy_loss - self.ent_coef * entropy_mean
-        targets = th.as_tensor(targets_np, device=self.device)
-        value_loss = None
+        targets = value_loss = None
         if self.baseline == "value":
+            targets = th.as_tensor(targets_np, device=self.device)
             value_loss = F.mse_loss(values, targets)
             if not self.fits_critic:
                 loss = loss + self.vf_coef * value_loss
@@ -407,6 +407,7 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
                 "train/explained_variance", float(explained_variance(values.detach().cpu().numpy(), targets_np))
             )
         if self.fits_critic:
+            assert targets is not None
             self._fit_critic(observations, targets)
 
     def _fit_critic(self, observations: th.Tensor | dict[str, th.Tensor], targets: th.Tensor) -> None:
@@ -458,8 +459,7 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         assert self.vf_optimizer is not None
         rate = self.vf_lr_schedule(self._current_progress_remaining)
         self.logger.record("train/vf_learning_rate", rate)
-        for group in self.vf_optimizer.param_groups:
-            group["lr"] = rate
+        update_learning_rate(self.vf_optimizer, rate)
 
     def _nonfinite_message(self, what: str, value: float) -> str:
         return (
