@@ -252,6 +252,8 @@ def test_benchmark_quick_writes_the_table_and_resumes(tmp_path: Path, capsys: py
     rows = list(csv.DictReader((tmp_path / "benchmark.csv").open()))
     assert [(row["env"], row["algorithm"], row["seeds"]) for row in rows] == [("CartPole-v1", "reinforce", "2")]
     assert float(rows[0]["mean"]) > 9  # an episode of CartPole lasts at least ~9 steps
+    # One process, one torch thread: its CPU time is positive and cannot exceed its wall-clock by much.
+    assert 0 < float(rows[0]["train_cpu_seconds"]) <= float(rows[0]["train_seconds"]) * 1.1 + 0.5
     table = (tmp_path / "benchmark.md").read_text()
     assert "| CartPole-v1 | reinforce |" in table
     assert "python -m zoo benchmark --quick" in table
@@ -260,6 +262,24 @@ def test_benchmark_quick_writes_the_table_and_resumes(tmp_path: Path, capsys: py
     assert len(list((tmp_path / "runs" / "reinforce" / "CartPole-v1").glob("seed*/CartPole-v1.zip"))) == 2
     assert cli(argv) == 0
     assert "2 runs, 2 already done, 0 to do" in capsys.readouterr().out
+
+
+def test_benchmark_table_marks_runs_recorded_before_cpu_time() -> None:
+    from zoo.benchmark import summarize
+
+    def record(seed: int, cpu: float | None) -> dict[str, object]:
+        run = {
+            "algo": "ppo",
+            "env_id": "CartPole-v1",
+            "seed": seed,
+            "n_timesteps": 10,
+            "mean_reward": 500.0,
+            "train_seconds": 4.0,
+        }
+        return run if cpu is None else {**run, "train_cpu_seconds": cpu}
+
+    assert summarize([record(0, 2.0), record(1, 3.0)])[0]["train_cpu_seconds"] == 2.5
+    assert summarize([record(0, 2.0), record(1, None)])[0]["train_cpu_seconds"] is None  # no mean of a part
 
 
 def test_plot_range_leaves_out_the_untrained_outlier() -> None:

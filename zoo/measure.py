@@ -49,6 +49,7 @@ def measured_run(
         "std_reward": result.std_reward,
         "eval_episodes": FINAL_EVAL_EPISODES,
         "train_seconds": result.train_seconds,
+        "train_cpu_seconds": result.train_cpu_seconds,
         "curve_timesteps": curve["timesteps"].tolist(),
         "curve_mean_reward": curve["results"].mean(axis=1).tolist(),
         "cpu": cpu_model(),

@@ -47,17 +47,19 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
 
 
 class TimedEvalCallback(EvalCallback):
-    """EvalCallback that also adds up the wall-clock its evaluations take, so training time can exclude it, and
-    writes each new best model atomically (SB3's own writes in place: a failed save would truncate the last one)."""
+    """EvalCallback that also adds up the wall-clock and the CPU time its evaluations take, so training time can
+    exclude them, and writes each new best model atomically (SB3's own writes in place: a failed save would
+    truncate the last one)."""
 
     eval_seconds = 0.0
+    eval_cpu_seconds = 0.0
 
     def __init__(self, eval_env: VecEnv, *, best_model_save_path: str | None = None, **kwargs: Any) -> None:
         super().__init__(eval_env, best_model_save_path=None, **kwargs)
         self.best_model_file = Path(best_model_save_path) / BEST_MODEL_FILE if best_model_save_path else None
 
     def _on_step(self) -> bool:
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         best = self.best_mean_reward
         try:
             continue_training = super()._on_step()
@@ -66,6 +68,7 @@ class TimedEvalCallback(EvalCallback):
             return continue_training
         finally:
             self.eval_seconds += time.perf_counter() - start
+            self.eval_cpu_seconds += time.process_time() - cpu_start
 
 
 @dataclass
@@ -76,6 +79,9 @@ class TrainResult:
     std_reward: float
     n_timesteps: int
     train_seconds: float
+    # The process's CPU time over the same span. A run is one process with one torch thread, so on a machine
+    # shared with other jobs this is close to the wall-clock it would take alone; the wall-clock is not.
+    train_cpu_seconds: float
 
 
 def save_final(model: BaseAlgorithm, env: VecEnv, run_dir: Path, env_id: str) -> list[Path]:
@@ -142,7 +148,7 @@ def train(
             verbose=verbose,
             callback_after_eval=after_eval,
         )
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         try:
             model.learn(config.n_timesteps, callback=evaluation, progress_bar=progress_bar)
         except KeyboardInterrupt:
@@ -157,6 +163,7 @@ def train(
         except OSError as error:  # the logger or the evaluation could not write
             raise ZooError(f"training stopped: cannot write in {run_dir}: {first_line(error)}") from None
         seconds = time.perf_counter() - start - evaluation.eval_seconds
+        cpu_seconds = time.process_time() - cpu_start - evaluation.eval_cpu_seconds
         model_path, *_ = save_final(model, env, run_dir, config.env_id)
         if isinstance(env, VecNormalize) and isinstance(eval_env, VecNormalize):
             eval_env.obs_rms = env.obs_rms
@@ -175,7 +182,7 @@ def train(
             f"episodes after {model.num_timesteps} steps ({seconds:.1f} s of training, evaluations excluded)"
         )
         print(f"saved {model_path}")
-    return TrainResult(run_dir, model_path, mean, std, model.num_timesteps, seconds)
+    return TrainResult(run_dir, model_path, mean, std, model.num_timesteps, seconds, cpu_seconds)
 
 
 def build_parser() -> argparse.ArgumentParser:
