@@ -16,6 +16,8 @@ from stable_baselines3.common.env_util import make_vec_env
 
 from sb3_reinforce import Reinforce
 from zoo.agent_format import load_agent, save_agent, space_from_json, space_to_json
+from zoo.config import get_config, make_model
+from zoo.errors import ZooError
 
 
 def greedy(agent: Any, obs: np.ndarray) -> np.ndarray:
@@ -97,3 +99,22 @@ def test_gsde_agent_rebuilds_without_pickle(tmp_path: Path) -> None:
     obs = np.random.default_rng(1).normal(size=(16, 3)).astype(np.float32)
     np.testing.assert_array_equal(greedy(rebuilt, obs), greedy(model, obs))
     th.testing.assert_close(rebuilt.policy.log_std, model.policy.log_std)
+
+
+def test_schedules_of_reinforce_rebuild_as_data(tmp_path: Path) -> None:
+    run_config = get_config(
+        "reinforce", "CartPole-v1", {"ent_coef": "lin_0.05", "vf_learning_rate": "lin_2e-3", "baseline": "value"}
+    )
+    built = make_model(run_config, make_vec_env("CartPole-v1", n_envs=2, seed=0), seed=0)
+    config = save_agent(tmp_path, built, env_id="CartPole-v1")
+    assert config["hyperparams"]["ent_coef"] == "lin_0.05"
+    assert config["hyperparams"]["vf_learning_rate"] == "lin_0.002"
+    rebuilt: Any
+    rebuilt, _, _ = load_agent(tmp_path, device="cpu")
+    assert rebuilt.ent_coef_schedule(0.5) == pytest.approx(0.025)
+    assert rebuilt.vf_lr_schedule(0.5) == pytest.approx(1e-3)
+
+
+def test_an_entropy_schedule_is_refused_for_sb3_algorithms() -> None:
+    with pytest.raises(ZooError, match=r"ent_coef must be a number for ppo \(a schedule is Reinforce's\)"):
+        get_config("ppo", "CartPole-v1", {"ent_coef": "lin_0.01"})

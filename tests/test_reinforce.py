@@ -124,6 +124,51 @@ def test_zero_rewards_with_entropy_bonus_raise_the_entropy() -> None:
         assert np.log(2) >= entropy() > before
 
 
+def entropy_model(ent_coef: Any) -> Reinforce:
+    env = DummyVecEnv([lambda: ScriptedEnv([3, 5])] * 2)
+    return Reinforce(
+        "MlpPolicy", env, baseline="mean", ent_coef=ent_coef, n_episodes=4, seed=0, device="cpu", policy_kwargs=TINY
+    )
+
+
+def test_an_entropy_schedule_weighs_the_bonus_by_its_value_at_each_update() -> None:
+    def trained(ent_coef: Any) -> dict[str, th.Tensor]:
+        model = entropy_model(ent_coef)
+        model.learn(120)
+        return policy_state(model)
+
+    constant, scheduled, none = trained(0.3), trained(lambda progress: 0.3), trained(0.0)
+    for key, value in constant.items():
+        th.testing.assert_close(scheduled[key], value, rtol=0, atol=0, msg=key)
+    assert any(not th.equal(none[key], value) for key, value in constant.items())
+
+    decaying = entropy_model(lambda progress: 0.3 * progress)
+    logger = configure(None, [])
+    decaying.set_logger(logger)
+    collect(decaying)
+    decaying._current_progress_remaining = 0.5
+    decaying.train()
+    assert logger.name_to_value["train/ent_coef"] == pytest.approx(0.15)
+
+
+def test_the_last_update_sees_progress_zero_not_below() -> None:
+    # The last collection ends on whole episodes past total_timesteps; a schedule is never asked below 0.
+    seen: list[float] = []
+    model = entropy_model(lambda progress: seen.append(progress) or 0.0)
+    model.learn(50)
+    assert model.num_timesteps > 50
+    assert min(seen) == 0.0
+
+
+@pytest.mark.parametrize("bad", [-0.01, float("nan"), float("inf")])
+def test_an_entropy_schedule_that_leaves_its_range_raises_before_the_parameters_change(bad: float) -> None:
+    model = entropy_model(lambda progress: 0.01 if progress >= 1.0 else bad)
+    before = policy_state(model)
+    with pytest.raises(FloatingPointError, match=r"the ent_coef schedule gave .* at update 1 .* finite number >= 0"):
+        model.learn(60)
+    assert_unchanged(model, before)
+
+
 def test_same_seed_same_parameters_and_save_load_round_trip(tmp_path: Path) -> None:
     def run() -> Reinforce:
         model = Reinforce(
@@ -197,7 +242,9 @@ def test_every_supported_space_learns_briefly(
         ({"gamma": -0.1}, "gamma must be in"),
         ({"n_episodes": 1}, "n_episodes must be an integer >= 2"),
         ({"n_episodes": 2.5}, "n_episodes must be an integer >= 2"),
-        ({"ent_coef": -0.01}, "ent_coef must be >= 0"),
+        ({"ent_coef": -0.01}, "ent_coef must be a finite number >= 0 or a schedule"),
+        ({"ent_coef": float("inf")}, "ent_coef must be a finite number >= 0 or a schedule"),
+        ({"ent_coef": "0.01"}, "ent_coef must be a finite number >= 0 or a schedule"),
         ({"baseline": "median"}, "baseline must be one of"),
         ({"baseline": "mean", "gae_lambda": 0.95}, "gae_lambda=0.95 needs baseline='value'"),
         ({"gae_lambda": 1.5}, "gae_lambda must be in"),

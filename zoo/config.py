@@ -25,7 +25,16 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_reinforce import VARIANTS
-from zoo.algos import ALGOS, NAMED_CLASSES, SCHEDULABLE, constructor_keys, parse_schedule, resolve, unresolve
+from zoo.algos import (
+    ALGOS,
+    NAMED_CLASSES,
+    SCHEDULABLE,
+    constructor_keys,
+    parse_schedule,
+    resolve,
+    schedulable,
+    unresolve,
+)
 from zoo.errors import ZooError, first_line
 from zoo.normalization import check_settings, is_number
 
@@ -173,6 +182,10 @@ def _build(algo: str, env_id: str, entry: dict[str, Any], source: str) -> RunCon
                 raise ZooError(f"{source}: {key} must be {names}, got {value!r}")
             zoo_part[key] = value
         elif key in allowed:
+            if isinstance(value, str) and key in SCHEDULABLE - schedulable(algo):
+                raise ZooError(
+                    f"{source}: {key} must be a number for {algo} (a schedule is Reinforce's), got {value!r}"
+                )
             _check_value(key, value, source)
             hyperparams[key] = value
         else:

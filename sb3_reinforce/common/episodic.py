@@ -138,6 +138,13 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         self._fresh_reset = self._last_obs is not previous
         return result
 
+    def _update_current_progress_remaining(self, num_timesteps: int, total_timesteps: int) -> None:
+        # A collection ends on complete episodes, so the last one overshoots total_timesteps and SB3's
+        # 1 - num_timesteps / total_timesteps goes below 0. Schedules are functions on [1, 0]: a user's
+        # ``lambda progress: 1e-3 * progress`` must not turn negative in the last update.
+        super()._update_current_progress_remaining(num_timesteps, total_timesteps)
+        self._current_progress_remaining = max(self._current_progress_remaining, 0.0)
+
     def _sample_torch(self, observations: Any, actions: np.ndarray) -> None:
         with th.no_grad():
             obs_tensor = obs_as_tensor(observations, self.device)

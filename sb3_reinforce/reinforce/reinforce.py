@@ -27,6 +27,8 @@ def _check(condition: bool, message: str) -> None:
 
 
 def _positive_finite(value: Any) -> bool:
+    if isinstance(value, (str, bytes, bool)):  # float() would accept "1e-3" and True
+        return False
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -107,7 +109,9 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
     :param baseline: "none", "mean" or "value" (see above)
     :param gae_lambda: GAE lambda in [0, 1] for ``baseline="value"`` (1 = Monte Carlo return minus value);
         must stay 1.0 with the other baselines, which have no critic
-    :param ent_coef: Entropy bonus coefficient, >= 0 (a negative one would reward collapse)
+    :param ent_coef: Entropy bonus coefficient, >= 0 (a negative one would reward collapse), or a schedule of the
+        remaining progress (from 1 to 0) whose values are >= 0: a bonus that decays keeps the policy exploring
+        while no episode has found the reward yet, and stops distorting the policy it converges to
     :param vf_coef: Value loss coefficient (>= 0) of the joint update, used with ``baseline="value"`` and
         ``vf_n_epochs=0`` only
     :param vf_learning_rate: The critic's learning rate (> 0), or a schedule of the remaining progress, used
@@ -154,7 +158,7 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         gamma: float = 0.99,
         baseline: str = "value",
         gae_lambda: float = 1.0,
-        ent_coef: float = 0.0,
+        ent_coef: float | Schedule = 0.0,
         vf_coef: float = 0.5,
         vf_learning_rate: float | Schedule = 1e-3,
         vf_n_epochs: int = 80,
@@ -185,7 +189,10 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
             baseline == "value" or gae_lambda == 1.0,
             f"gae_lambda={gae_lambda!r} needs baseline='value' (got baseline={baseline!r}); leave it at 1.0",
         )
-        _check(ent_coef >= 0.0, f"ent_coef must be >= 0, got {ent_coef!r}")
+        _check(
+            callable(ent_coef) or ent_coef == 0 or _positive_finite(ent_coef),
+            f"ent_coef must be a finite number >= 0 or a schedule, got {ent_coef!r}",
+        )
         _check(vf_coef >= 0.0, f"vf_coef must be >= 0, got {vf_coef!r}")
         _check(
             callable(vf_learning_rate) or _positive_finite(vf_learning_rate),
@@ -255,6 +262,7 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
     def _setup_model(self) -> None:
         super()._setup_model()
         self.vf_lr_schedule = FloatSchedule(self.vf_learning_rate)
+        self.ent_coef_schedule = FloatSchedule(self.ent_coef)
         self._build_optimizers()
 
     def _build_optimizers(self) -> None:
@@ -349,6 +357,12 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         self._check_rate("learning rate", self.lr_schedule)
         if self.fits_critic:
             self._check_rate("critic learning rate", self.vf_lr_schedule)
+        ent_coef = self.ent_coef_schedule(self._current_progress_remaining)
+        if not 0.0 <= ent_coef < np.inf:  # nan fails too
+            raise FloatingPointError(
+                f"the ent_coef schedule gave {ent_coef} at update {self._n_updates + 1} "
+                f"(num_timesteps={self.num_timesteps}); it must stay a finite number >= 0. The policy was not changed."
+            )
         self._update_learning_rate(self.policy.optimizer)
         buffer = self.rollout_buffer
         mask = buffer.valid_mask()
@@ -375,7 +389,7 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         policy_loss = -(advantages * log_prob).mean()
         # Distributions without a closed-form entropy: estimate it with -log pi of the sampled actions.
         entropy_mean = entropy.mean() if entropy is not None else -log_prob.mean()
-        loss = policy_loss - self.ent_coef * entropy_mean
+        loss = policy_loss - ent_coef * entropy_mean
         targets = value_loss = None
         if self.baseline == "value":
             targets = th.as_tensor(targets_np, device=self.device)
@@ -399,6 +413,7 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
         self.logger.record("train/policy_loss", policy_loss.item())
         self.logger.record("train/entropy", entropy_mean.item())
+        self.logger.record("train/ent_coef", ent_coef)
         self.logger.record("train/grad_norm", grad_norm.item())
         self.logger.record("train/batch_size", int(mask.sum()))
         if value_loss is not None:
