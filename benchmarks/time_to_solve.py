@@ -2,8 +2,10 @@
 
 Every 10,000 env steps on CartPole-v1 (50,000 on LunarLander-v3) training pauses for a 100-episode deterministic
 evaluation; the run stops when its mean reaches the env's threshold (475 on CartPole-v1, 200 on LunarLander-v3).
-Reported per algorithm: the median over seeds of the training wall-clock until then (evaluation time excluded)
-and of the env steps, and the ratio of medians against PPO. The budget is the zoo entry's
+Reported per algorithm: the median over seeds of the training wall-clock until then (evaluation time excluded),
+of the process's CPU time over the same span (on a shared machine, the wall-clock an idle core would take: one
+process, one torch thread) and of the env steps, and the ratio of median CPU times against PPO (of wall-clocks
+for records made before the CPU time was). The budget is the zoo entry's
 ``n_timesteps`` (a run that does not solve within it counts with its whole training time). Settings: the zoo's
 the env's entries (``zoo/hyperparams/{reinforce,ppo,a2c}.yml``; ``--algos reference entropy vectorized`` times the
 design documents' variants from their ``CartPole-v1/<variant>`` entries), 1 torch thread, one run at a time.
@@ -29,6 +31,7 @@ from _common import SolveClock, resumable
 from stable_baselines3.common.vec_env import VecNormalize
 
 from zoo.config import get_config, make_env, make_model, vec_env
+from zoo.machine import cpu_model
 
 # env id -> (threshold of the 100-episode mean, env steps between evaluations)
 TARGETS: dict[str, tuple[float, int]] = {"CartPole-v1": (475.0, 10_000), "LunarLander-v3": (200.0, 50_000)}
@@ -58,19 +61,26 @@ def run(env_id: str, name: str, seed: int) -> dict[str, Any]:
         eval_env.obs_rms = env.obs_rms
     model = make_model(config, env, seed)
     clock = SolveClock(eval_env, n_envs=config.n_envs, threshold=threshold, every=every, episodes=EVAL_EPISODES)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     model.learn(config.n_timesteps, callback=clock)
     seconds = time.perf_counter() - start - clock.eval_seconds
+    cpu_seconds = time.process_time() - cpu_start - clock.eval_cpu_seconds
     record = {
         "name": name,
         "seed": seed,
         "solved": clock.solved_at is not None,
         "steps": clock.solved_at if clock.solved_at is not None else model.num_timesteps,
         "train_seconds": seconds,
+        "train_cpu_seconds": cpu_seconds,
+        "cpu": cpu_model(),
         "history": clock.history,
         "hyperparams": config.to_data(seed),
     }
-    print(f"{name} seed {seed}: solved={record['solved']} at {record['steps']} steps, {seconds:.1f} s", flush=True)
+    print(
+        f"{name} seed {seed}: solved={record['solved']} at {record['steps']} steps, {seconds:.1f} s "
+        f"({cpu_seconds:.1f} s CPU)",
+        flush=True,
+    )
     return record
 
 
@@ -100,27 +110,34 @@ def main(argv: list[str] | None = None) -> int:
 
     medians = {}
     lines = [
-        "| contender | seeds solved | median env steps | median training seconds | time / PPO's |",
-        "|---|---:|---:|---:|---:|",
+        "| contender | seeds solved | median env steps | median training seconds | median CPU seconds | time / PPO's |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for algo in args.algos:
         records = [json.loads(p.read_text()) for p in sorted(folder.glob(f"{algo}_seed*.json"))]
         if not records:
             continue
         # An unsolved run counts with its whole budget: the median is then a lower bound for that algorithm.
+        cpu = [r.get("train_cpu_seconds") for r in records]
         medians[algo] = (
             statistics.median(r["train_seconds"] for r in records),
+            None if None in cpu else statistics.median(c for c in cpu if c is not None),
             statistics.median(r["steps"] for r in records),
             sum(r["solved"] for r in records),
             len(records),
         )
-    for algo, (seconds, steps, solved, total) in medians.items():
-        ratio = seconds / medians["ppo"][0] if "ppo" in medians else float("nan")
-        lines.append(f"| {algo} | {solved}/{total} | {steps:,.0f} | {seconds:.1f} | {ratio:.2f} |")
+    cpu_known = all(cpu is not None for _, cpu, *_ in medians.values())
+    for algo, (seconds, cpu, steps, solved, total) in medians.items():
+        ratio = float("nan")
+        if "ppo" in medians:
+            ratio = cpu / medians["ppo"][1] if cpu_known and cpu is not None else seconds / medians["ppo"][0]
+        cpu_cell = "-" if cpu is None else f"{cpu:.1f}"
+        lines.append(f"| {algo} | {solved}/{total} | {steps:,.0f} | {seconds:.1f} | {cpu_cell} | {ratio:.2f} |")
     text = "\n".join(
         [
             f"Time to solve {env_id} (100-episode deterministic evaluation >= {threshold:.0f}, checked every "
-            f"{every:,} steps; training wall-clock, evaluations excluded; medians over seeds).",
+            f"{every:,} steps; training wall-clock and CPU time, evaluations excluded; medians over seeds; the "
+            f"ratio is of {'CPU times' if cpu_known else 'wall-clocks'}).",
             "",
             *lines,
             "",

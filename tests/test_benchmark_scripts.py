@@ -1,0 +1,52 @@
+"""The benchmark scripts run end to end in-process on tiny settings (their timings themselves are not tested)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def load_script(name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))  # the scripts import their shared `_common` from there
+    spec = importlib.util.spec_from_file_location(f"{name}_script", BENCHMARKS / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_time_to_solve_records_wall_clock_and_cpu_time_and_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = load_script("time_to_solve", monkeypatch)
+    # A threshold any policy reaches (a CartPole episode lasts >= 8 steps) at the first evaluation.
+    monkeypatch.setattr(module, "TARGETS", {"CartPole-v1": (5.0, 512)})
+    monkeypatch.setattr(module, "EVAL_EPISODES", 3)
+    argv = ["--env", "CartPole-v1", "--seeds", "1", "--algos", "reinforce", "ppo", "--out", str(tmp_path)]
+
+    assert module.main(argv) == 0
+
+    folder = tmp_path / "time_to_solve"
+    for name in ("reinforce", "ppo"):
+        record = json.loads((folder / f"{name}_seed0.json").read_text())
+        assert record["solved"] is True
+        assert 0 < record["steps"] <= 2048 + 512  # the first evaluation, up to one PPO rollout late
+        # One process, one torch thread: the CPU time is positive and at most about the wall-clock.
+        assert 0 < record["train_cpu_seconds"] <= record["train_seconds"] * 1.1 + 0.5
+    table = (tmp_path / "time_to_solve.md").read_text()
+    assert "the ratio is of CPU times" in table
+    assert "| ppo | 1/1 |" in table
+    assert table.count("| 1.00 |") >= 1  # PPO against itself
+    capsys.readouterr()
+
+    assert module.main(argv) == 0  # resumed: nothing is trained again
+    assert "solved=" not in capsys.readouterr().out
