@@ -452,6 +452,24 @@ def tuning_md_commands() -> list[list[str]]:
     return commands
 
 
+def recorded_config(args: Any) -> dict[str, Any]:
+    """The configuration a TUNING.md command's candidate was measured with, without its seed: from the study's
+    journal committed under ``--log-folder`` (candidates run with ``zoo tune``), else from the JSON records of
+    the retired grid script."""
+    if args.log_folder != "logs":
+        journal = ROOT / args.log_folder / "tune" / args.study / JOURNAL_FILE
+        assert journal.is_file(), f"{args.study}: no journal at {journal}"
+        study = optuna.load_study(study_name=args.study, storage=JournalStorage(JournalFileBackend(str(journal))))
+        done = [trial for trial in study.trials if trial.state == TrialState.COMPLETE]
+        assert done, f"{args.study}: no complete trial in {journal}"
+        assert len(done[0].user_attrs[SCORES_ATTR]) == args.seeds
+        return dict(done[0].user_attrs[CONFIG_ATTR])
+    records = [json.loads(path.read_text()) for path in RECORDS.glob(f"{args.env}/{args.study}_seed*.json")]
+    assert records, f"{args.study}: no record in {RECORDS / args.env}"
+    assert {record["seed"] for record in records} <= set(range(args.first_seed, args.first_seed + args.seeds))
+    return {key: value for key, value in records[0]["config"].items() if key != "seed"}
+
+
 def test_tuning_md_reproduces_its_records() -> None:
     # Each named candidate's command runs the configuration its JSON records (a candidate of the joint-critic era
     # asks for vf_n_epochs: 0, which those records predate). An entry that changes breaks this until the
@@ -461,12 +479,9 @@ def test_tuning_md_reproduces_its_records() -> None:
     assert len(commands) >= 20
     for argv in commands:
         args = build_parser().parse_args(argv)
-        records = [json.loads(path.read_text()) for path in RECORDS.glob(f"{args.env}/{args.study}_seed*.json")]
-        assert records, f"{args.study}: no record in {RECORDS / args.env}"
-        assert {record["seed"] for record in records} <= set(range(args.first_seed, args.first_seed + args.seeds))
         base = get_config("reinforce", args.env, {} if args.n_timesteps is None else {"n_timesteps": args.n_timesteps})
         ran = with_overrides(base, numbers(yaml.safe_load(args.enqueue[0]))).to_data()
-        recorded = {key: value for key, value in records[0]["config"].items() if key != "seed"}
+        recorded = recorded_config(args)
         if "vf_n_epochs" not in recorded["hyperparams"] and ran["hyperparams"].get("vf_n_epochs") == 0:
             del ran["hyperparams"]["vf_n_epochs"]
         for config in (ran, recorded):
