@@ -488,3 +488,18 @@ def test_tuning_md_reproduces_its_records() -> None:
             for key in set(ran["hyperparams"]) | set(recorded["hyperparams"]):
                 config["hyperparams"].setdefault(key, defaults[key])
         assert ran == recorded, f"TUNING.md's command for {args.study} no longer runs its recorded configuration"
+
+
+def test_a_trial_is_shown_with_its_enqueued_overrides_and_its_sampled_parameters() -> None:
+    from optuna.distributions import FloatDistribution
+
+    from zoo.tune.objective import OVERRIDES_ATTR
+    from zoo.tune.workers import format_params
+
+    trial = optuna.trial.create_trial(
+        params={"learning_rate": 0.0033891},
+        distributions={"learning_rate": FloatDistribution(1e-4, 1e-2, log=True)},
+        value=-87.0,
+        user_attrs={OVERRIDES_ATTR: {"ent_coef": "lin_0.05", "policy_kwargs": {"ortho_init": False}}},
+    )
+    assert format_params(trial) == "ent_coef=lin_0.05 policy_kwargs={ortho_init: false} learning_rate=0.00339"

@@ -27,12 +27,13 @@ from dataclasses import dataclass, field
 from functools import partial
 
 import optuna
+import yaml
 from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial, TrialState
 from tqdm import tqdm
 
 from zoo.tune import interrupt
-from zoo.tune.objective import PRUNED_AT_ATTR, SCORES_ATTR, Setup, run_trial
+from zoo.tune.objective import OVERRIDES_ATTR, PRUNED_AT_ATTR, SCORES_ATTR, Setup, run_trial
 from zoo.tune.storage import FAIL_REASON_ATTR, StorageSpec, hand_on_orphans
 
 POLL_SECONDS = 2.0
@@ -206,6 +207,15 @@ def describe(trial: FrozenTrial, trials: list[FrozenTrial] | None = None) -> str
 
 
 def format_params(trial: FrozenTrial) -> str:
-    return " ".join(
-        f"{name}={value:.3g}" if isinstance(value, float) else f"{name}={value}" for name, value in trial.params.items()
-    )
+    """``name=value`` for the overrides an enqueued trial was given (``--enqueue``), then its sampled parameters."""
+    overrides = trial.user_attrs.get(OVERRIDES_ATTR) or {}
+    shown = {**{name: value for name, value in overrides.items() if name not in trial.params}, **trial.params}
+    return " ".join(f"{name}={format_value(value)}" for name, value in shown.items())
+
+
+def format_value(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    if isinstance(value, (dict, list)):
+        return yaml.safe_dump(value, default_flow_style=True, width=10**6).strip()
+    return str(value)
