@@ -283,9 +283,12 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_trials(tiny: list[str], tmp_pat
     journal = tmp_path / "tune" / "reinforce-CartPole-v1" / JOURNAL_FILE
 
     def one_done_and_one_running() -> bool:
-        if not journal.exists():
+        if not journal.exists():  # not opened here first: opening creates the file
             return False
-        trials = journal_study(tmp_path).get_trials(deepcopy=False)
+        try:
+            trials = journal_study(tmp_path).get_trials(deepcopy=False)
+        except KeyError:  # the journal file is opened before the study is written into it
+            return False
         running = [t for t in trials if t.state == TrialState.RUNNING and t.user_attrs.get(WORKER_ATTR)]
         return any(t.state in TERMINAL for t in trials) and bool(running)
 
