@@ -84,6 +84,13 @@ def run(env_id: str, name: str, seed: int) -> dict[str, Any]:
     return record
 
 
+def shown_path(folder: Path) -> Path:
+    """``folder`` relative to the repository when it is inside it, so the committed table names no machine."""
+    root = Path(__file__).resolve().parents[1]
+    resolved = folder.resolve()
+    return resolved.relative_to(root) if resolved.is_relative_to(root) else folder
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env", default="CartPole-v1", choices=list(TARGETS))
@@ -142,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
             *lines,
             "",
             f"Reproduce: `python benchmarks/time_to_solve.py --env {env_id}` (resumable; per-seed results in "
-            f"`{folder}/`).",
+            f"`{shown_path(folder)}/`).",
         ]
     )
     suffix = "" if env_id == "CartPole-v1" else f"_{env_id}"
