@@ -325,9 +325,12 @@ def test_ctrl_c_during_train_saves_the_final_model_and_statistics(tmp_path: Path
         "--eval-freq", "400", "--eval-episodes", "1", "--no-progress-bar", "--verbose", "0",
         "--hyperparams", "n_envs=2", "n_episodes=2", "policy_kwargs={net_arch: [8]}",
     ]  # fmt: skip
+    # A terminal's Ctrl-C reaches a process whose SIGINT has its default action. A child inherits an ignored
+    # SIGINT from the test process (Python then installs no KeyboardInterrupt handler), so set it explicitly.
     child = subprocess.Popen(
-        zoo_command(*argv), env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+        zoo_command(*argv), env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
     run = logs / "reinforce" / "Pendulum-v1_1"
     deadline = time.monotonic() + 240
     while not (run / "evaluations.npz").exists() and child.poll() is None and time.monotonic() < deadline:
@@ -339,7 +342,10 @@ def test_ctrl_c_during_train_saves_the_final_model_and_statistics(tmp_path: Path
         _, err = child.communicate(timeout=300)
     except subprocess.TimeoutExpired:
         child.kill()
-        raise AssertionError(f"train did not stop within 300 s of Ctrl-C: {child.communicate()[1][-2000:]}") from None
+        raise AssertionError(
+            f"train did not stop within 300 s of Ctrl-C (this process's SIGINT handler: "
+            f"{signal.getsignal(signal.SIGINT)!r}): {child.communicate()[1][-2000:]}"
+        ) from None
     assert child.returncode == 130, err[-2000:]
     assert "Traceback" not in err
     model_path, stats_path = run / "Pendulum-v1.zip", run / "vecnormalize.pkl"
