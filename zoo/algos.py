@@ -40,13 +40,8 @@ NAMED_CLASSES: dict[str, dict[str, type]] = {
 }
 SCHEDULABLE = {"learning_rate", "vf_learning_rate", "clip_range", "ent_coef"}
 # SB3's A2C and PPO multiply their loss by ent_coef as a number; only Reinforce also takes a schedule of it.
-SCHEDULABLE_FOR_REINFORCE_ONLY = {"ent_coef"}
+REINFORCE_ONLY_SCHEDULES = {"ent_coef"}
 SCHEDULE_PREFIX = "lin_"
-
-
-def schedulable(algo: str) -> set[str]:
-    """The arguments of ``algo`` that may be written ``lin_<initial value>``."""
-    return SCHEDULABLE if algo == "reinforce" else SCHEDULABLE - SCHEDULABLE_FOR_REINFORCE_ONLY
 
 
 def constructor_keys(algo_class: type[BaseAlgorithm]) -> list[str]:

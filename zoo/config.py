@@ -28,11 +28,11 @@ from sb3_reinforce import VARIANTS
 from zoo.algos import (
     ALGOS,
     NAMED_CLASSES,
+    REINFORCE_ONLY_SCHEDULES,
     SCHEDULABLE,
     constructor_keys,
     parse_schedule,
     resolve,
-    schedulable,
     unresolve,
 )
 from zoo.errors import ZooError, first_line
@@ -182,7 +182,7 @@ def _build(algo: str, env_id: str, entry: dict[str, Any], source: str) -> RunCon
                 raise ZooError(f"{source}: {key} must be {names}, got {value!r}")
             zoo_part[key] = value
         elif key in allowed:
-            if isinstance(value, str) and key in SCHEDULABLE - schedulable(algo):
+            if isinstance(value, str) and key in REINFORCE_ONLY_SCHEDULES and algo != "reinforce":
                 raise ZooError(
                     f"{source}: {key} must be a number for {algo} (a schedule is Reinforce's), got {value!r}"
                 )

@@ -28,7 +28,17 @@ from zoo.tune.objective import INTERRUPTED, OVERRIDES_ATTR, SETUP_ATTR, Setup
 from zoo.tune.report import EXPORT_FILE, complete_trials, export, plots, summary, table
 from zoo.tune.space import fixed_params, load_space, with_overrides
 from zoo.tune.storage import FAIL_REASON_ATTR, StorageSpec, study_folder
-from zoo.tune.workers import Counts, Plan, Progress, describe, make_pruner, make_sampler, run_processes, work
+from zoo.tune.workers import (
+    Counts,
+    Plan,
+    Progress,
+    describe,
+    make_pruner,
+    make_sampler,
+    one_line_yaml,
+    run_processes,
+    work,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -261,7 +271,7 @@ def header(
         f"study {study.study_name} in {spec.shown} ({kind}): {done} of {args.trials} trials done",
         f"each trial: {setup.base['n_timesteps']:,} steps on each of {setup.seed_range}, scored on the final model",
         f"searched ({setup.space.source}): {searched}",
-        "over: " + yaml.safe_dump(setup.base, sort_keys=False, default_flow_style=True, width=10**6).strip(),
+        "over: " + one_line_yaml(setup.base),
         f"{args.jobs} worker process(es) here",
     ]
     if spec.url is not None:

@@ -208,14 +208,16 @@ def describe(trial: FrozenTrial, trials: list[FrozenTrial] | None = None) -> str
 
 def format_params(trial: FrozenTrial) -> str:
     """``name=value`` for the overrides an enqueued trial was given (``--enqueue``), then its sampled parameters."""
-    overrides = trial.user_attrs.get(OVERRIDES_ATTR) or {}
-    shown = {**{name: value for name, value in overrides.items() if name not in trial.params}, **trial.params}
+    shown = {**(trial.user_attrs.get(OVERRIDES_ATTR) or {}), **trial.params}
     return " ".join(f"{name}={format_value(value)}" for name, value in shown.items())
 
 
 def format_value(value: object) -> str:
     if isinstance(value, float):
         return f"{value:.3g}"
-    if isinstance(value, (dict, list)):
-        return yaml.safe_dump(value, default_flow_style=True, width=10**6).strip()
-    return str(value)
+    return one_line_yaml(value) if isinstance(value, (dict, list)) else str(value)
+
+
+def one_line_yaml(value: object) -> str:
+    """``value`` as YAML flow style on one line, keys in their order."""
+    return yaml.safe_dump(value, sort_keys=False, default_flow_style=True, width=10**6).strip()
