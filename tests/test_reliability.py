@@ -325,8 +325,9 @@ def test_ctrl_c_during_train_saves_the_final_model_and_statistics(tmp_path: Path
         "--eval-freq", "400", "--eval-episodes", "1", "--no-progress-bar", "--verbose", "0",
         "--hyperparams", "n_envs=2", "n_episodes=2", "policy_kwargs={net_arch: [8]}",
     ]  # fmt: skip
-    # A terminal's Ctrl-C reaches a process whose SIGINT has its default action. A child inherits an ignored
-    # SIGINT from the test process (Python then installs no KeyboardInterrupt handler), so set it explicitly.
+    # A terminal's Ctrl-C reaches a process whose SIGINT has its default action. A non-interactive shell starts a
+    # background job (`pytest &` in a script) with SIGINT ignored, the child would inherit that and Python then
+    # installs no KeyboardInterrupt handler: so give the child the default action explicitly.
     child = subprocess.Popen(
         zoo_command(*argv), env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
