@@ -101,6 +101,21 @@ def test_overrides_are_yaml_values() -> None:
         parse_overrides(["oops"])
 
 
+def test_training_envs_are_not_rendered_so_lunar_lander_keeps_no_particles() -> None:
+    # SB3's make_vec_env defaults to render_mode="rgb_array", in which LunarLander keeps a body per engine firing
+    # until the episode ends: its physics slows down step by step. The zoo's envs are made unrendered.
+    def particles_after_firing(env: Any) -> int:
+        env.reset()
+        for _ in range(20):
+            env.step(np.array([2]))  # the main engine
+        return len(env.envs[0].unwrapped.particles)
+
+    assert particles_after_firing(zoo_config.vec_env("LunarLander-v3", seed=0)) == 0
+    assert particles_after_firing(zoo_config.vec_env("LunarLander-v3", seed=0, render_mode="rgb_array")) > 0
+    training = zoo_config.make_env(get_config("reinforce", "LunarLander-v3"), seed=0)
+    assert all(env.unwrapped.render_mode is None for env in training.envs)
+
+
 def test_train_then_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = cli(
         [

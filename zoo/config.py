@@ -281,8 +281,11 @@ def vec_env(
     """``env_id`` as a seeded VecEnv (no normalization); an env that cannot be made is one ZooError."""
     check_env_id(env_id)
     kwargs = dict(check_env_kwargs(env_kwargs or {}, "env_kwargs"))
-    if render_mode is not None:
-        kwargs["render_mode"] = render_mode
+    # Explicitly, None included: SB3's make_vec_env otherwise makes every env with render_mode="rgb_array". Box2D's
+    # LunarLander then adds a body to its world for every engine firing, and only render() ever removes them, so
+    # an unrendered episode's physics slows down as it goes: 6x on a trained lander's steps, for trajectories that
+    # are the same bit for bit (the bodies collide with the ground only).
+    kwargs["render_mode"] = render_mode
     try:
         return make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=kwargs)
     except Exception as error:  # gymnasium raises NameNotFound, DependencyNotInstalled, TypeError for kwargs...
