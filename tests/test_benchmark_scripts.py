@@ -50,3 +50,17 @@ def test_time_to_solve_records_wall_clock_and_cpu_time_and_resumes(
 
     assert module.main(argv) == 0  # resumed: nothing is trained again
     assert "solved=" not in capsys.readouterr().out
+
+
+def test_render_mode_plays_the_same_lunar_lander_trajectories_rendered_or_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = load_script("render_mode", monkeypatch)
+    result = module.measure(steps=300, seed=1)
+    assert result["identical"] is True
+    assert result["us_per_step_unrendered"] > 0
+    assert result["us_per_step_rgb_array"] > 0
+
+    assert module.main(["--steps", "50", "--out", str(tmp_path)]) == 0
+    assert "| None |" in (tmp_path / "render_mode.md").read_text()
+    capsys.readouterr()

@@ -283,8 +283,8 @@ def vec_env(
     kwargs = dict(check_env_kwargs(env_kwargs or {}, "env_kwargs"))
     # Explicitly, None included: SB3's make_vec_env otherwise makes every env with render_mode="rgb_array". Box2D's
     # LunarLander then adds a body to its world for every engine firing, and only render() ever removes them, so
-    # an unrendered episode's physics slows down as it goes: 6x on a trained lander's steps, for trajectories that
-    # are the same bit for bit (the bodies collide with the ground only).
+    # an unrendered episode's physics slows down as it goes: a trained lander's steps cost about 3x, for the same
+    # trajectories bit for bit (the bodies collide with the ground only; benchmarks/render_mode.py).
     kwargs["render_mode"] = render_mode
     try:
         return make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=kwargs)
