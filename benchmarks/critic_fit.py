@@ -27,10 +27,9 @@ from _common import resumable
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import VecNormalize
 
-from zoo.config import get_config, make_env, make_model
-from zoo.evaluate import evaluate_episodes, make_eval_env
+from zoo.config import get_config, make_model, training_envs
+from zoo.evaluate import evaluate_episodes
 from zoo.machine import cpu_model
-from zoo.normalization import VecNormalizeStats
 
 RESULTS = Path(__file__).parent / "results" / "critic_fit"
 FINAL_EVAL_EPISODES = 20
@@ -44,7 +43,7 @@ def second_half_mean(values: list[float]) -> float:
 def run(env_id: str, epochs: int, seed: int) -> dict[str, Any]:
     th.set_num_threads(1)
     config = get_config("reinforce", env_id, {"vf_n_epochs": epochs})
-    env = make_env(config, seed)
+    env, eval_env = training_envs(config, seed)  # normalized as the entry says, as `zoo train` does
     model = make_model(config, env, seed)
     with tempfile.TemporaryDirectory() as folder:
         model.set_logger(configure(folder, ["csv"]))
@@ -57,8 +56,8 @@ def run(env_id: str, epochs: int, seed: int) -> dict[str, Any]:
     def column(name: str) -> list[float]:
         return [float(row[name]) if row.get(name) not in (None, "") else float("nan") for row in rows]
 
-    stats = VecNormalizeStats.from_vec_normalize(env) if isinstance(env, VecNormalize) else None
-    eval_env = make_eval_env(model, env_id, config.env_kwargs, stats, seed=10_000 + seed)
+    if isinstance(env, VecNormalize) and isinstance(eval_env, VecNormalize):
+        eval_env.obs_rms = env.obs_rms  # the training statistics, frozen
     scores, _ = evaluate_episodes(model, eval_env, FINAL_EVAL_EPISODES)
     record = {
         "env_id": env_id,

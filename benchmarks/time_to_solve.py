@@ -28,9 +28,8 @@ from typing import Any
 import numpy as np
 import torch as th
 from _common import SolveClock, resumable
-from stable_baselines3.common.vec_env import VecNormalize
 
-from zoo.config import get_config, make_env, make_model, vec_env
+from zoo.config import get_config, make_model, training_envs
 from zoo.machine import cpu_model
 
 # env id -> (threshold of the 100-episode mean, env steps between evaluations)
@@ -53,12 +52,8 @@ def run(env_id: str, name: str, seed: int) -> dict[str, Any]:
     algo, variant = CONTENDERS[name]
     threshold, every = TARGETS[env_id]
     config = get_config(algo, env_id, variant=variant)
-    env = make_env(config, seed)
-    eval_env = vec_env(env_id, n_envs=10, seed=10_000 + seed)
-    if isinstance(env, VecNormalize):
-        # The agent acts on normalized observations: evaluate it through the training statistics, frozen.
-        eval_env = VecNormalize(eval_env, training=False, norm_reward=False)
-        eval_env.obs_rms = env.obs_rms
+    # Normalized as the entry says (the evaluation reads the training statistics), as `zoo train` does.
+    env, eval_env = training_envs(config, seed, eval_n_envs=10)
     model = make_model(config, env, seed)
     clock = SolveClock(eval_env, n_envs=config.n_envs, threshold=threshold, every=every, episodes=EVAL_EPISODES)
     start, cpu_start = time.perf_counter(), time.process_time()

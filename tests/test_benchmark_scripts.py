@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -50,6 +51,26 @@ def test_time_to_solve_records_wall_clock_and_cpu_time_and_resumes(
 
     assert module.main(argv) == 0  # resumed: nothing is trained again
     assert "solved=" not in capsys.readouterr().out
+
+
+def test_time_to_solve_trains_a_normalizing_entry_through_its_statistics(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = load_script("time_to_solve", monkeypatch)
+    monkeypatch.setattr(module, "TARGETS", {"Pendulum-v1": (-4000.0, 512)})  # below any Pendulum return
+    monkeypatch.setattr(module, "EVAL_EPISODES", 2)
+    trained_on = []
+
+    def make_model(config: Any, env: Any, seed: int) -> Any:
+        trained_on.append(env)
+        return build(config, env, seed)
+
+    build = module.make_model
+    monkeypatch.setattr(module, "make_model", make_model)
+    assert module.main(["--env", "Pendulum-v1", "--seeds", "1", "--algos", "reinforce", "--out", str(tmp_path)]) == 0
+    assert [type(env).__name__ for env in trained_on] == ["VecNormalize"]  # the entry says normalize: true
+    assert json.loads((tmp_path / "time_to_solve" / "Pendulum-v1" / "reinforce_seed0.json").read_text())["solved"]
+    capsys.readouterr()
 
 
 def test_render_mode_plays_the_same_lunar_lander_trajectories_rendered_or_not(

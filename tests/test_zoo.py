@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
+from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_reinforce import VARIANTS
 from zoo import config as zoo_config
@@ -114,6 +115,20 @@ def test_training_envs_are_not_rendered_so_lunar_lander_keeps_no_particles() -> 
     assert particles_after_firing(zoo_config.vec_env("LunarLander-v3", seed=0, render_mode="rgb_array")) > 0
     training = zoo_config.make_env(get_config("reinforce", "LunarLander-v3"), seed=0)
     assert all(env.unwrapped.render_mode is None for env in training.envs)
+
+
+def test_training_envs_normalize_as_the_entry_says() -> None:
+    env, eval_env = zoo_config.training_envs(get_config("reinforce", "Pendulum-v1"), seed=0, eval_n_envs=3)
+    assert isinstance(env, VecNormalize)
+    assert env.training
+    assert env.norm_reward
+    assert isinstance(eval_env, VecNormalize)  # reads the training statistics, reports raw rewards
+    assert not eval_env.training
+    assert not eval_env.norm_reward
+    assert eval_env.num_envs == 3
+    plain, plain_eval = zoo_config.training_envs(get_config("reinforce", "CartPole-v1"), seed=0)
+    assert not isinstance(plain, VecNormalize)
+    assert not isinstance(plain_eval, VecNormalize)
 
 
 def test_train_then_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

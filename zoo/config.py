@@ -22,7 +22,7 @@ import gymnasium as gym
 import yaml
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from sb3_reinforce import VARIANTS
 from zoo.algos import (
@@ -295,6 +295,19 @@ def vec_env(
 def make_env(config: RunConfig, seed: int, n_envs: int | None = None) -> VecEnv:
     """The VecEnv a run trains on (without normalization), seeded."""
     return vec_env(config.env_id, config.env_kwargs, n_envs=n_envs or config.n_envs, seed=seed)
+
+
+def training_envs(config: RunConfig, seed: int, *, eval_n_envs: int = 1) -> tuple[VecEnv, VecEnv]:
+    """The VecEnv a run trains on and the one it is evaluated on (seed + 10,000), both in VecNormalize when the
+    run normalizes: training updates the statistics; evaluation reads them (SB3's EvalCallback syncs them before
+    each evaluation) and reports raw rewards."""
+    env = make_env(config, seed)
+    eval_env = make_env(config, seed + 10_000, n_envs=eval_n_envs)
+    norm = config.normalize_kwargs()
+    if norm is not None:
+        env = VecNormalize(env, **{"gamma": config.hyperparams.get("gamma", 0.99), **norm})
+        eval_env = VecNormalize(eval_env, training=False, **{**norm, "norm_reward": False})
+    return env, eval_env
 
 
 def make_model(config: RunConfig, env: VecEnv, seed: int, verbose: int = 0) -> BaseAlgorithm:

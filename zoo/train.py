@@ -20,7 +20,7 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from zoo.algos import ALGOS
-from zoo.config import RunConfig, check_env_id, check_seed, get_config, make_env, make_model, safe_yaml
+from zoo.config import RunConfig, check_env_id, check_seed, get_config, make_model, safe_yaml, training_envs
 from zoo.errors import ZooError, first_line
 from zoo.evaluate import evaluate_episodes
 from zoo.folders import write_atomically
@@ -115,15 +115,9 @@ def train(
     Ctrl-C saves the final model and statistics as they are, says where, and raises KeyboardInterrupt again.
     """
     check_seed(seed)
-    env = make_env(config, seed)
-    eval_env = make_env(config, seed + 10_000, n_envs=1)
+    env, eval_env = training_envs(config, seed)
     run_dir: Path | None = None
     try:
-        norm = config.normalize_kwargs()
-        if norm is not None:
-            env = VecNormalize(env, **{"gamma": config.hyperparams.get("gamma", 0.99), **norm})
-            # Evaluation reads the training statistics (EvalCallback syncs them) and reports raw rewards.
-            eval_env = VecNormalize(eval_env, training=False, **{**norm, "norm_reward": False})
         model = make_model(config, env, seed)
         run_dir = claim_run_dir(Path(log_folder), config.algo, config.env_id)
         try:
