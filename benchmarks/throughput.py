@@ -1,8 +1,8 @@
 """Training throughput of Reinforce against SB3's A2C and PPO, and the raw env-stepping ceiling, in one run.
 
-For each env: a DummyVecEnv of 8 envs, (64, 64) MLP policies, 1 torch thread. Four measurements, repeated in
-interleaved rounds so machine noise hits them alike; each reports env steps per second, and the table gives
-medians and the ratios that matter (Reinforce / A2C, Reinforce / raw stepping):
+For each env: a DummyVecEnv of 8 unrendered envs (the zoo's ``vec_env``), (64, 64) MLP policies, 1 torch thread.
+Four measurements, repeated in interleaved rounds so machine noise hits them alike; each reports env steps per
+second, and the table gives medians and the ratios that matter (Reinforce / A2C, Reinforce / raw stepping):
 
 - raw: ``VecEnv.step`` with pre-drawn random actions (the ceiling; Monitor wrappers included, as in training)
 - a2c: ``A2C("MlpPolicy", env)`` (SB3 defaults) ``.learn``
@@ -30,11 +30,10 @@ import numpy as np
 import stable_baselines3
 import torch as th
 from stable_baselines3 import A2C, PPO
-from stable_baselines3.common.env_util import make_vec_env
 
 import sb3_reinforce
 from sb3_reinforce import Reinforce
-from zoo.config import get_config
+from zoo.config import get_config, vec_env
 from zoo.machine import cpu_model
 
 N_ENVS = 8
@@ -42,7 +41,7 @@ RESULTS = Path(__file__).parent / "results"
 
 
 def raw_stepping(env_id: str, steps: int, seed: int) -> float:
-    env = make_vec_env(env_id, n_envs=N_ENVS, seed=seed)
+    env = vec_env(env_id, n_envs=N_ENVS, seed=seed)  # unrendered: see zoo.config.vec_env
     env.reset()
     env.action_space.seed(seed)
     vector_steps = steps // N_ENVS
@@ -56,7 +55,7 @@ def raw_stepping(env_id: str, steps: int, seed: int) -> float:
 
 
 def training(make_model: Callable[[object], object], env_id: str, steps: int, seed: int) -> float:
-    env = make_vec_env(env_id, n_envs=N_ENVS, seed=seed)
+    env = vec_env(env_id, n_envs=N_ENVS, seed=seed)  # unrendered: see zoo.config.vec_env
     model = make_model(env)
     start = time.perf_counter()
     model.learn(steps)  # type: ignore[attr-defined]
