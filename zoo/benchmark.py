@@ -232,8 +232,8 @@ def write_table(rows: list[dict[str, Any]], out: Path, command: str, machines: s
         f"Final score per seed: mean return over {FINAL_EVAL_EPISODES} deterministic episodes after training. "
         "Columns: mean +/- std and interquartile mean (IQM) of those per-seed scores; wall-clock is the mean "
         "training time per seed (evaluations excluded), one process per run, 1 torch thread; CPU is that "
-        "process's CPU time over the same span, which is what the wall-clock would be on an idle core (the "
-        "wall-clock grows with the machine's load, the CPU time hardly does; - where a run predates it).",
+        "process's CPU time over the same span, closer to what an idle core would take (the wall-clock grows "
+        "with the machine's load, the CPU time much less; - where a run predates it).",
         "",
         machines,
         "",
