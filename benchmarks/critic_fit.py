@@ -25,7 +25,7 @@ import numpy as np
 import torch as th
 from _common import resumable
 from stable_baselines3.common.logger import configure
-from stable_baselines3.common.vec_env import VecNormalize
+from stable_baselines3.common.vec_env import sync_envs_normalization
 
 from zoo.config import get_config, make_model, training_envs
 from zoo.evaluate import evaluate_episodes
@@ -56,8 +56,7 @@ def run(env_id: str, epochs: int, seed: int) -> dict[str, Any]:
     def column(name: str) -> list[float]:
         return [float(row[name]) if row.get(name) not in (None, "") else float("nan") for row in rows]
 
-    if isinstance(env, VecNormalize) and isinstance(eval_env, VecNormalize):
-        eval_env.obs_rms = env.obs_rms  # the training statistics, frozen
+    sync_envs_normalization(env, eval_env)  # the training statistics, frozen
     scores, _ = evaluate_episodes(model, eval_env, FINAL_EVAL_EPISODES)
     record = {
         "env_id": env_id,

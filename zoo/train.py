@@ -17,7 +17,7 @@ import yaml
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
 from stable_baselines3.common.logger import configure
-from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize, sync_envs_normalization
 
 from zoo.algos import ALGOS
 from zoo.config import RunConfig, check_env_id, check_seed, get_config, make_model, safe_yaml, training_envs
@@ -159,8 +159,7 @@ def train(
         seconds = time.perf_counter() - start - evaluation.eval_seconds
         cpu_seconds = time.process_time() - cpu_start - evaluation.eval_cpu_seconds
         model_path, *_ = save_final(model, env, run_dir, config.env_id)
-        if isinstance(env, VecNormalize) and isinstance(eval_env, VecNormalize):
-            eval_env.obs_rms = env.obs_rms
+        sync_envs_normalization(env, eval_env)  # the final evaluation reads the final statistics
         rewards, _ = evaluate_episodes(model, eval_env, final_eval_episodes)
     except BaseException:
         if run_dir is not None and not any(run_dir.glob("*.zip")):
