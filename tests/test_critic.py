@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -134,11 +132,24 @@ def test_the_critic_learning_rate_schedule_is_applied() -> None:
     assert model.vf_optimizer.param_groups[0]["lr"] < 1e-3
 
 
-def test_without_a_critic_fit_there_is_one_optimizer() -> None:
-    for kwargs in ({"baseline": "mean"}, {"vf_n_epochs": 0}):
-        model = cartpole_model(**kwargs)
-        assert model.vf_optimizer is None
-        assert len(list(model.policy.optimizer.param_groups[0]["params"])) == len(list(model.policy.parameters()))
+def test_the_joint_update_has_one_optimizer_over_every_parameter() -> None:
+    model = cartpole_model(vf_n_epochs=0)
+    assert model.vf_optimizer is None
+    assert len(list(model.policy.optimizer.param_groups[0]["params"])) == len(list(model.policy.parameters()))
+
+
+@pytest.mark.parametrize("baseline", ["none", "mean"])
+def test_without_a_critic_its_parameters_are_in_no_optimizer_and_never_move(baseline: str) -> None:
+    model = cartpole_model(baseline=baseline)
+    assert model.vf_optimizer is None
+    critic_ids = {id(parameter) for parameter in model.critic_parameters()}
+    optimized = [parameter for group in model.policy.optimizer.param_groups for parameter in group["params"]]
+    assert critic_ids.isdisjoint(id(parameter) for parameter in optimized)
+    assert len(optimized) + len(critic_ids) == len(list(model.policy.parameters()))
+    before = [parameter.detach().clone() for parameter in model.critic_parameters()]
+    model.learn(1500)
+    for old, new in zip(before, model.critic_parameters(), strict=True):
+        assert th.equal(old, new)
 
 
 def test_save_load_keeps_both_optimizers(tmp_path: Path) -> None:
@@ -155,28 +166,29 @@ def test_save_load_keeps_both_optimizers(tmp_path: Path) -> None:
                 th.testing.assert_close(loaded_state[key][field], saved_state[key][field], rtol=0, atol=0)
 
 
-def test_a_model_saved_before_the_critic_fit_loads_with_the_joint_update(tmp_path: Path) -> None:
-    model = cartpole_model(vf_n_epochs=0).learn(600)
-    model.save(tmp_path / "new")
-    # A zip of the earlier format: no vf_n_epochs (nor the other critic settings) in its data.
-    with zipfile.ZipFile(tmp_path / "new.zip") as source, zipfile.ZipFile(tmp_path / "old.zip", "w") as target:
-        for item in source.infolist():
-            content = source.read(item.filename)
-            if item.filename == "data":
-                data = json.loads(content)
-                for key in ("vf_n_epochs", "vf_learning_rate", "vf_batch_size", "_rng"):
-                    data.pop(key)
-                content = json.dumps(data).encode()
-            target.writestr(item, content)
-    loaded = Reinforce.load(tmp_path / "old", env=make_vec_env("CartPole-v1", n_envs=2, seed=0), device="cpu")
-    assert loaded.vf_n_epochs == 0
-    assert loaded.vf_optimizer is None
-    observations = np.zeros((3, 4), dtype=np.float32)
-    np.testing.assert_array_equal(
-        loaded.predict(observations, deterministic=True)[0], model.predict(observations, deterministic=True)[0]
-    )
-    loaded.learn(600)
-    assert loaded._n_updates > model._n_updates
+def test_set_parameters_without_the_critic_optimizer_raises_and_changes_nothing() -> None:
+    # SB3's contract: with exact_match=True a dict that lacks one of the model's objects is refused, and the model
+    # is left as it was (its own get_parameters() still loads).
+    model = cartpole_model(vf_n_epochs=3).learn(600)
+    before = model.get_parameters()
+    without_critic_optimizer = {name: value for name, value in before.items() if name != "vf_optimizer"}
+    with pytest.raises(ValueError, match="Names of parameters do not match"):
+        model.set_parameters(without_critic_optimizer, exact_match=True, device="cpu")
+    assert model.vf_n_epochs == 3
+    assert model.vf_optimizer is not None
+    model.set_parameters(before, exact_match=True, device="cpu")
+    for name, value in model.policy.state_dict().items():
+        assert th.equal(value, before["policy"][name]), name
+
+
+def test_loading_weights_without_a_fitted_critic_keeps_the_fit() -> None:
+    model = cartpole_model(vf_n_epochs=3)
+    weights = cartpole_model(vf_n_epochs=0, seed=1).get_parameters()["policy"]
+    model.set_parameters({"policy": weights}, exact_match=False, device="cpu")
+    for name, value in model.policy.state_dict().items():
+        assert th.equal(value, weights[name]), name
+    assert model.fits_critic
+    assert model.vf_optimizer is not None
 
 
 @pytest.mark.parametrize(

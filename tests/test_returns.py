@@ -7,6 +7,7 @@ import pytest
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_reinforce import Reinforce
+from sb3_reinforce.common.advantages import reward_to_go
 from sb3_reinforce.common.episodic import episode_quotas
 from tests.envs import ScriptedEnv
 from tests.helpers import batch_episodes, collect
@@ -46,7 +47,10 @@ def test_returns_known_answer_two_envs() -> None:
     collect(model)
     buffer = model.rollout_buffer
     assert buffer.valid_len.tolist() == [5, 5]
-    returns, _ = model._advantages(np.zeros(0), buffer.valid_mask())
+    mask = buffer.valid_mask()
+    returns = reward_to_go(buffer.rewards[: buffer.n_steps], buffer.episode_ends[: buffer.n_steps], None, mask, 0.5, 1)[
+        0
+    ][mask]
     # Time-major flattening: row t holds (env 0, env 1).
     # env 0, episode 1: r = 1, 2, 3 -> G = 1 + .5*(2 + .5*3) = 2.75, 2 + 1.5 = 3.5, 3
     # env 0, episode 2: r = 1, 2 -> G = 2, 2
@@ -65,9 +69,11 @@ def test_returns_match_a_per_episode_loop(gamma: float) -> None:
     episodes = batch_episodes(model)
     assert len(episodes) == 7
     assert model.rollout_buffer.truncations, "the scripted batch should contain a truncated episode"
-    returns, _ = model._advantages(np.zeros(0), model.rollout_buffer.valid_mask())
-    # Rebuild the same time-major order from the per-episode loop.
     buffer = model.rollout_buffer
+    rows = buffer.n_steps
+    returns = reward_to_go(buffer.rewards[:rows], buffer.episode_ends[:rows], None, buffer.valid_mask(), gamma, 1)[0]
+    returns = returns[buffer.valid_mask()]
+    # Rebuild the same time-major order from the per-episode loop.
     expected = np.zeros((buffer.n_steps, buffer.n_envs))
     for env in range(buffer.n_envs):
         start = 0

@@ -51,6 +51,11 @@ def check_finite_observations(observations: Any, num_timesteps: int) -> None:
             )
 
 
+# The most episodes one update may take: far above any published policy-gradient batch (Duan et al. 2016 use
+# 50,000 steps), and low enough that a typo (10**9) is refused instead of filling the memory.
+MAX_EPISODES = 100_000
+
+
 def episode_quotas(n_episodes: int, n_envs: int) -> np.ndarray:
     """Episodes each env contributes: ``n_episodes`` split over ``n_envs``, the first ones taking the remainder."""
     quotas = np.full(n_envs, n_episodes // n_envs, dtype=np.int64)
@@ -77,7 +82,21 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
     def __init__(
         self, *args: Any, n_episodes: int, max_episode_steps: int, use_fast_actor: bool = True, **kwargs: Any
     ) -> None:
-        self.n_episodes = n_episodes
+        # Checked before SB3's constructor makes (or steps) any env.
+        if not (isinstance(n_episodes, (int, np.integer)) and not isinstance(n_episodes, bool)) or not (
+            2 <= n_episodes <= MAX_EPISODES
+        ):
+            raise ValueError(
+                f"n_episodes must be an integer in [2, {MAX_EPISODES:,}] (one episode's gradient random-walks; "
+                f"a batch is held in memory), got {n_episodes!r}"
+            )
+        if not (isinstance(max_episode_steps, (int, np.integer)) and not isinstance(max_episode_steps, bool)) or not (
+            max_episode_steps >= 1
+        ):
+            raise ValueError(f"max_episode_steps must be an integer >= 1, got {max_episode_steps!r}")
+        if "n_steps" in kwargs:
+            raise TypeError("n_steps is not an argument of an episodic algorithm: its batches are n_episodes episodes")
+        self.n_episodes = int(n_episodes)
         self.max_episode_steps = max_episode_steps
         self.use_fast_actor = use_fast_actor
         self.fast_actor: NumpyActor | None = None
@@ -85,7 +104,9 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         # Set by _setup_model, or restored from the saved data before it runs (then kept: see the module doc).
         self._rng: np.random.Generator | None = None
         self._fresh_reset = False
-        super().__init__(*args, **kwargs)
+        # SB3's n_steps is a hyperparameter (steps per env per update); here the batch is counted in episodes and
+        # n_steps is only what the last collection took: 0 before the first one, then its steps per env.
+        super().__init__(*args, n_steps=0, **kwargs)  # type: ignore[misc]
 
     def _excluded_save_params(self) -> list[str]:
         # The actor holds numpy copies of the weights, rebuilt from the policy on load.
@@ -98,6 +119,8 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
             self.observation_space, self.action_space, self.lr_schedule, use_sde=self.use_sde, **self.policy_kwargs
         )
         self.policy = self.policy.to(self.device)
+        # SB3's warning for an MLP on a GPU, as A2C and PPO give it (the numpy fast actor needs the CPU too).
+        self._maybe_recommend_cpu()
         self.rollout_buffer = EpisodeBuffer(self.observation_space, self.action_space, self.n_envs)
         if self.n_episodes < self.n_envs:
             warnings.warn(
@@ -190,8 +213,6 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         finished = np.zeros(env.num_envs, dtype=np.int64)
         episode_start = np.zeros(env.num_envs, dtype=np.int64)
         box_actions = isinstance(self.action_space, spaces.Box)
-        low = high = np.zeros(0)
-        action_shape: tuple[int, ...] = ()
 
         if self.use_sde:
             self.policy.reset_noise(env.num_envs)
@@ -199,10 +220,8 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         num_envs = env.num_envs
         unmet = int((quotas > 0).sum())
         dict_obs = isinstance(buffer.observations, dict)
-        if box_actions:
-            assert isinstance(self.action_space, spaces.Box)
-            low, high = self.action_space.low.reshape(-1), self.action_space.high.reshape(-1)
-            action_shape = (num_envs, *self.action_space.shape)
+        # The buffer keeps each env's action flat; callbacks and the env see SB3's shape, (n_envs, *action shape).
+        action_shape: tuple[int, ...] = (num_envs, *(self.action_space.shape or ()))
         # The start of the oldest episode still counted: compared every step (one subtraction), recomputed only
         # when an episode ends, so max_episode_steps holds exactly at no measurable cost.
         oldest_start = 0
@@ -210,25 +229,30 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         while unmet:
             if t == buffer.capacity:
                 buffer.ensure_row(t)
-            actions = buffer.actions[t]
+            action_row = buffer.actions[t]
             if self.use_sde and self.sde_sample_freq > 0 and t > 0 and t % self.sde_sample_freq == 0:
                 self.policy.reset_noise(num_envs)
             if dict_obs or actor is None:
                 buffer.store_observation(t, observations)
-                self._sample_torch(observations, actions)
+                self._sample_torch(observations, action_row)
             else:
                 stored = buffer.observations[t]  # type: ignore[index]
                 stored[...] = observations
-                actor.act(stored, actions)
+                actor.act(stored, action_row)
+            # The names and shapes of SB3's collection, which callbacks read from their locals: `actions` as
+            # sampled (a view of the buffer's row), `clipped_actions` as the env gets them, `n_steps` so far.
+            actions = action_row.reshape(action_shape)
+            n_steps = t
             if not box_actions:
-                env_actions = actions
+                clipped_actions = actions
             elif self.policy.squash_output:
                 # A tanh-squashed action lies in [-1, 1]: rescale it to the bounds instead of clipping it.
-                env_actions = self.policy.unscale_action(actions).reshape(action_shape)
+                clipped_actions = self.policy.unscale_action(actions)
             else:
-                env_actions = np.clip(actions, low, high).reshape(action_shape)
+                assert isinstance(self.action_space, spaces.Box)
+                clipped_actions = np.clip(actions, self.action_space.low, self.action_space.high)
 
-            new_obs, rewards, dones, infos = env.step(env_actions)
+            new_obs, rewards, dones, infos = env.step(clipped_actions)
             self.num_timesteps += num_envs
             callback.update_locals(locals())
             if not callback.on_step():
@@ -263,6 +287,7 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
                 )
 
         self._last_obs = observations
+        self.n_steps = t
         self.logger.record("rollout/unused_frac", buffer.unused_fraction())
         self.logger.record("rollout/n_episodes", int(quotas.sum()))
         callback.update_locals(locals())

@@ -6,19 +6,18 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.policies import ActorCriticPolicy, BaseModel, BasePolicy
-from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.utils import FloatSchedule, explained_variance, obs_as_tensor, update_learning_rate
 from torch.nn import functional as F
 
+from sb3_reinforce.common.advantages import ADVANTAGE_ESTIMATORS, AdvantageEstimator
 from sb3_reinforce.common.episodic import EpisodicOnPolicyAlgorithm, check_finite_observations
-from sb3_reinforce.common.gae import compute_gae, discounted_cumsum
 from sb3_reinforce.reinforce.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
 
 SelfReinforce = TypeVar("SelfReinforce", bound="Reinforce")
 
-BASELINES = ("none", "mean", "value")
+BASELINES = tuple(ADVANTAGE_ESTIMATORS)
 
 
 def _check(condition: bool, message: str) -> None:
@@ -94,11 +93,17 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
     Normalization: the policy loss is the MEAN over the batch's steps. The seed reference divides the SUM over
     steps by the number of episodes instead, so its gradient is this one times ``B / n_episodes``.
 
-    Logged: ``train/entropy`` (watch it: its collapse precedes a plateau of the return), ``train/grad_norm``
-    (before clipping), ``train/policy_loss`` (a surrogate whose VALUE means nothing, only its gradient does),
-    ``rollout/ep_rew_mean`` (Monitor) and ``rollout/unused_frac``. With a critic, ``train/value_loss`` and
-    ``train/explained_variance`` of the critic that made the advantages, and after the fit
+    Logged, under SB3's names where A2C/PPO have one: ``train/entropy_loss`` (minus the mean entropy),
+    ``train/policy_loss`` (a surrogate whose VALUE means nothing, only its gradient does), ``train/loss``,
+    ``train/std`` (Gaussian policies with a state-independent std), ``train/learning_rate``, ``rollout/ep_rew_mean``
+    (Monitor). Ours: ``train/entropy`` (watch it: its collapse precedes a plateau of the return), ``train/ent_coef``,
+    ``train/grad_norm`` (before clipping), ``train/batch_size`` and ``rollout/unused_frac``. With a critic,
+    ``train/value_loss`` and ``train/explained_variance`` of the critic that made the advantages, and after the fit
     ``train/value_loss_after_fit`` and ``train/explained_variance_after_fit``: their gap is what the fit gained.
+
+    What is saved: SB3's actor-critic policy always holds a value head (``mlp_extractor.value_net`` and
+    ``value_net``), and it is saved with the policy. With ``baseline`` "none" or "mean" it is in no optimizer
+    and keeps its initial weights: it never influences an update or an action.
 
     :param policy: The policy model to use (MlpPolicy, CnnPolicy, MultiInputPolicy, or an ActorCriticPolicy class)
     :param env: The environment to learn from (if registered in Gymnasium, can be a str)
@@ -177,11 +182,7 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
     ) -> None:
-        # Validated before the base class builds (or steps) any env.
-        _check(
-            isinstance(n_episodes, (int, np.integer)) and n_episodes >= 2,
-            f"n_episodes must be an integer >= 2, got {n_episodes!r}",
-        )
+        # Validated before the base class builds (or steps) any env; it checks n_episodes and max_episode_steps.
         _check(0.0 <= gamma <= 1.0, f"gamma must be in [0, 1], got {gamma!r}")
         _check(baseline in BASELINES, f"baseline must be one of {BASELINES}, got {baseline!r}")
         _check(0.0 <= gae_lambda <= 1.0, f"gae_lambda must be in [0, 1], got {gae_lambda!r}")
@@ -217,10 +218,6 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
             isinstance(sde_sample_freq, (int, np.integer)) and (sde_sample_freq == -1 or sde_sample_freq >= 1),
             f"sde_sample_freq must be -1 (once per collection) or an integer >= 1, got {sde_sample_freq!r}",
         )
-        _check(
-            isinstance(max_episode_steps, (int, np.integer)) and max_episode_steps >= 1,
-            f"max_episode_steps must be an integer >= 1, got {max_episode_steps!r}",
-        )
         self.baseline = baseline
         self.normalize_advantage = normalize_advantage
         self.vf_learning_rate = vf_learning_rate
@@ -234,7 +231,6 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
             max_episode_steps=max_episode_steps,
             use_fast_actor=use_fast_actor,
             learning_rate=learning_rate,
-            n_steps=1,  # unused: batches are counted in episodes, not steps
             gamma=gamma,
             gae_lambda=gae_lambda,
             ent_coef=ent_coef,
@@ -263,41 +259,28 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         super()._setup_model()
         self.vf_lr_schedule = FloatSchedule(self.vf_learning_rate)
         self.ent_coef_schedule = FloatSchedule(self.ent_coef)
+        self.advantage_estimator: AdvantageEstimator = ADVANTAGE_ESTIMATORS[self.baseline]
         self._build_optimizers()
 
     def _build_optimizers(self) -> None:
-        """One optimizer over every parameter for the joint update; with the critic fit, the policy's over the
-        actor's parameters and ``vf_optimizer`` over the critic's own."""
+        """One optimizer over every parameter for the joint update; otherwise the policy's over the actor's
+        parameters alone, and with the critic fit ``vf_optimizer`` over the critic's own. Without a critic
+        (``baseline`` "none" or "mean") the critic's parameters are in no optimizer and never move."""
         # SB3 types optimizer_class as the Optimizer base, whose __init__ takes no lr; every subclass does.
         optimizer_class: Any = self.policy.optimizer_class
         optimizer_kwargs = self.policy.optimizer_kwargs
-        if not self.fits_critic:
+        self.vf_optimizer = None
+        if self.baseline == "value" and not self.fits_critic:
             self.policy.optimizer = optimizer_class(
                 self.policy.parameters(), lr=self.lr_schedule(1), **optimizer_kwargs
             )
-            self.vf_optimizer = None
             return
         critic = self.critic_parameters()
         critic_ids = {id(parameter) for parameter in critic}
         actor = [parameter for parameter in self.policy.parameters() if id(parameter) not in critic_ids]
         self.policy.optimizer = optimizer_class(actor, lr=self.lr_schedule(1), **optimizer_kwargs)
-        self.vf_optimizer = optimizer_class(critic, lr=self.vf_lr_schedule(1), **optimizer_kwargs)
-
-    def set_parameters(
-        self,
-        load_path_or_dict: str | dict[str, Any],
-        exact_match: bool = True,
-        device: th.device | str = "auto",
-    ) -> None:
-        params = load_path_or_dict
-        if not isinstance(params, dict):
-            _, params, _ = load_from_zip_file(params, device=device, load_data=False)
-        if self.fits_critic and "policy.optimizer" in params and "vf_optimizer" not in params:
-            # Saved before the critic had an optimizer of its own (its data has no vf_n_epochs, so the default
-            # was taken): it was trained with the joint update, and resumes with it.
-            self.vf_n_epochs = 0
-            self._build_optimizers()
-        super().set_parameters(params, exact_match=exact_match, device=device)
+        if self.fits_critic:
+            self.vf_optimizer = optimizer_class(critic, lr=self.vf_lr_schedule(1), **optimizer_kwargs)
 
     def critic_parameters(self) -> list[th.nn.Parameter]:
         """The parameters that belong to the critic alone: the ones the critic fit moves."""
@@ -307,6 +290,10 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
             modules.append(policy.vf_features_extractor)
         return [parameter for module in modules for parameter in module.parameters()]
 
+    def _excluded_save_params(self) -> list[str]:
+        # Chosen again from `baseline` when the model is loaded.
+        return [*super()._excluded_save_params(), "advantage_estimator"]
+
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
         state_dicts, variables = super()._get_torch_save_params()
         return ([*state_dicts, "vf_optimizer"] if self.fits_critic else state_dicts), variables
@@ -314,40 +301,29 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
     def _advantages(self, values: th.Tensor, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Advantages and value targets of the valid steps, flattened in the order of ``mask``.
 
-        Arrays are ``(T, N)``; ``values`` holds V(s_t) of the valid steps only.
+        ``values`` holds V(s_t) of the valid steps (empty without a critic). A time-limit cut is bootstrapped here,
+        where the critic is: its reward gets ``gamma * V(terminal observation)`` before the estimator runs.
         """
         buffer = self.rollout_buffer
         steps = buffer.n_steps
         rewards = buffer.rewards[:steps]
-        ends = buffer.episode_ends[:steps]
-        if self.baseline != "value":
-            returns = discounted_cumsum(rewards, ends, self.gamma)[mask]
-            advantages = returns - returns.mean() if self.baseline == "mean" else returns
-            return advantages, returns
-        grid_values = np.zeros((steps, buffer.n_envs), dtype=np.float32)
-        grid_values[mask] = values.detach().cpu().numpy().reshape(-1)
-        rewards = rewards.copy()
-        if buffer.truncations:
-            # A time-limit cut is not an ending: the return continues with gamma * V(terminal observation).
-            terminal = buffer.truncated_observations()
-            with th.no_grad():
-                terminal_values = self.policy.predict_values(obs_as_tensor(terminal, self.device))
-            for (t, env, _), value in zip(buffer.truncations, terminal_values.cpu().numpy().reshape(-1), strict=True):
-                rewards[t, env] += self.gamma * value
-        # compute_gae takes SB3's convention: start_{t+1} marks that step t ended its episode.
-        starts = np.zeros_like(ends)
-        starts[1:] = ends[:-1]
-        advantages = compute_gae(
-            rewards,
-            grid_values,
-            starts,
-            np.zeros(buffer.n_envs, dtype=np.float32),
-            ends[-1],
-            self.gamma,
-            self.gae_lambda,
+        grid_values = None
+        if self.baseline == "value":
+            grid_values = np.zeros((steps, buffer.n_envs), dtype=np.float32)
+            grid_values[mask] = values.detach().cpu().numpy().reshape(-1)
+            if buffer.truncations:
+                rewards = rewards.copy()
+                terminal = buffer.truncated_observations()
+                with th.no_grad():
+                    terminal_values = self.policy.predict_values(obs_as_tensor(terminal, self.device))
+                for (t, env, _), value in zip(
+                    buffer.truncations, terminal_values.cpu().numpy().reshape(-1), strict=True
+                ):
+                    rewards[t, env] += self.gamma * value
+        advantages, targets = self.advantage_estimator(
+            rewards, buffer.episode_ends[:steps], grid_values, mask, self.gamma, self.gae_lambda
         )
-        value_targets = advantages + grid_values
-        return advantages[mask], value_targets[mask]
+        return advantages[mask], targets[mask]
 
     def train(self) -> None:
         """One policy step on the collected batch of complete episodes, then the critic's fit to it."""
@@ -412,6 +388,11 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
 
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
         self.logger.record("train/policy_loss", policy_loss.item())
+        # SB3's names (A2C/PPO dashboards read them), then ours.
+        self.logger.record("train/entropy_loss", -entropy_mean.item())
+        self.logger.record("train/loss", loss.item())
+        if hasattr(self.policy, "log_std"):
+            self.logger.record("train/std", th.exp(self.policy.log_std).mean().item())
         self.logger.record("train/entropy", entropy_mean.item())
         self.logger.record("train/ent_coef", ent_coef)
         self.logger.record("train/grad_norm", grad_norm.item())
