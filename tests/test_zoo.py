@@ -11,7 +11,7 @@ import pytest
 import yaml
 from stable_baselines3.common.vec_env import VecNormalize
 
-from sb3_reinforce import VARIANTS
+from sb3_reinforce import VARIANTS, Reinforce
 from zoo import config as zoo_config
 from zoo.algos import resolve, unresolve
 from zoo.cli import COMMANDS
@@ -19,13 +19,13 @@ from zoo.cli import main as cli
 from zoo.config import ZOO_KEYS, RunConfig, get_config, known_env_ids, load_file
 from zoo.errors import ZooError
 from zoo.machine import cpu_model
-from zoo.train import parse_overrides
+from zoo.runs import VEC_NORMALIZE_PKL
+from zoo.train import parse_overrides, train
 
 ZOO_ENVS = ["CartPole-v1", "Acrobot-v1", "LunarLander-v3", "Pendulum-v1", "MountainCarContinuous-v0"]
 
 
 def test_every_zoo_env_has_a_valid_entry_for_every_algorithm() -> None:
-    assert known_env_ids() == ZOO_ENVS
     for algo in ("reinforce", "a2c", "ppo"):
         for env_id in load_file(algo):
             if env_id == "default":
@@ -319,3 +319,41 @@ def test_plot_range_leaves_out_the_untrained_outlier() -> None:
     low, high = curve_range(curve)
     assert -4000.0 < low < -100.0
     assert high > 270.0
+
+
+MUJOCO_ENVS = [
+    "HalfCheetah-v5",
+    "Hopper-v5",
+    "Walker2d-v5",
+    "Swimmer-v5",
+    "InvertedPendulum-v5",
+    "InvertedDoublePendulum-v5",
+    "Reacher-v5",
+]
+
+
+def test_the_mujoco_entries_are_the_v5_tasks() -> None:
+    assert known_env_ids() == ZOO_ENVS + MUJOCO_ENVS
+
+
+@pytest.mark.parametrize("env_id", MUJOCO_ENVS)
+def test_each_mujoco_entry_trains_one_update_and_saves_its_statistics(env_id: str, tmp_path: Path) -> None:
+    pytest.importorskip("mujoco", reason="the mujoco extra is not installed")
+    entry = get_config("reinforce", env_id)
+    tiny = {**entry.hyperparams.get("policy_kwargs", {}), "net_arch": [16]}
+    # A budget of 1 step: exactly one collection of the entry's n_episodes episodes, then one update.
+    config = get_config("reinforce", env_id, {"n_timesteps": 1, "policy_kwargs": tiny})
+    result = train(
+        config,
+        log_folder=tmp_path,
+        eval_freq=10**6,
+        eval_episodes=1,
+        final_eval_episodes=1,
+        progress_bar=False,
+        verbose=0,
+    )
+    assert np.isfinite(result.mean_reward)
+    model = Reinforce.load(result.model_path, device="cpu")
+    assert model._n_updates == 1
+    assert model.num_timesteps >= entry.hyperparams["n_episodes"]
+    assert (result.run_dir / VEC_NORMALIZE_PKL).is_file()

@@ -16,7 +16,7 @@ from zoo.hub.layout import repo_name
 from zoo.hub.package import MIN_EVAL_EPISODES, verify_package
 from zoo.hub.pull import load_from_hub
 from zoo.hub.push import push_folder, push_run
-from zoo.hub.video import DEFAULT_VIDEO_LENGTH
+from zoo.hub.video import DEFAULT_VIDEO_LENGTH, MUJOCO_VIDEO_LENGTH
 
 HUB_CARDS_DIR = Path("hub_cards")
 PUSH = (
@@ -99,7 +99,12 @@ def push_main(argv: list[str]) -> int:
         help=f"deterministic evaluation episodes (>= {MIN_EVAL_EPISODES})",
     )
     parser.add_argument("--eval-seed", type=int, default=DEFAULT_EVAL_SEED, help="seed of the evaluation env")
-    parser.add_argument("--video-length", type=int, default=DEFAULT_VIDEO_LENGTH, help="most frames in replay.mp4")
+    parser.add_argument(
+        "--video-length",
+        type=int,
+        default=None,
+        help=f"most frames in replay.mp4 (default: {DEFAULT_VIDEO_LENGTH}, MuJoCo envs {MUJOCO_VIDEO_LENGTH})",
+    )
     parser.add_argument("--no-video", action="store_true", help="do not record replay.mp4 (default: record it)")
     _add_timeout(parser)
     args = parser.parse_args(argv)

@@ -115,7 +115,7 @@ def build_package(
     eval_seed: int,
     train_command: str | None,
     record_video: bool,
-    video_length: int,
+    video_length: int | None,
     template_path: Path | None,
 ) -> list[str]:
     """Write every file of a push of ``model`` (trained as ``config`` says) into the empty ``folder``; return

@@ -28,7 +28,6 @@ from zoo.hub import client
 from zoo.hub.card import format_metric, render_card
 from zoo.hub.layout import CARD_FILE, MANIFEST_FILE, RESULTS_FILE, parse_manifest, repo_name, write_manifest
 from zoo.hub.package import MIN_EVAL_EPISODES, build_package, inventory, run_config_of, verify_package
-from zoo.hub.video import DEFAULT_VIDEO_LENGTH
 from zoo.normalization import VecNormalizeStats
 from zoo.runs import load_run
 
@@ -147,7 +146,7 @@ def push_to_hub(
     env_kwargs: dict[str, Any] | None = None,
     train_command: str | None = None,
     record_video: bool = True,
-    video_length: int = DEFAULT_VIDEO_LENGTH,
+    video_length: int | None = None,
     eval_seed: int = DEFAULT_EVAL_SEED,
     endpoint: str | None = None,
     template_path: Path | None = None,
@@ -167,6 +166,7 @@ def push_to_hub(
     :param vec_normalize: the training VecNormalize (or its statistics) when the agent normalizes.
     :param train_command: the exact ``python -m zoo train ...`` command (command.txt); rebuilt when None.
     :param record_video: record ``replay.mp4`` (a failure only costs the video, with a warning).
+    :param video_length: most frames in ``replay.mp4``; None: 1,000, or 200 for MuJoCo envs (rendered in software).
     """
     client.check_repo_id(repo_id)
     seconds = client.check_timeout(timeout)
@@ -271,7 +271,7 @@ def package_agent(
     repo_id: str | None = None,
     n_eval_episodes: int = MIN_EVAL_EPISODES,
     record_video: bool = True,
-    video_length: int = DEFAULT_VIDEO_LENGTH,
+    video_length: int | None = None,
     eval_seed: int = DEFAULT_EVAL_SEED,
     force: bool = False,
 ) -> PushResult:

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
@@ -15,6 +16,21 @@ from zoo.evaluate import DEFAULT_EVAL_SEED, make_eval_env
 from zoo.normalization import VecNormalizeStats
 
 DEFAULT_VIDEO_LENGTH = 1000
+# MuJoCo renders in software off-screen (0.15-0.3 s a frame on 2 cores): a full 1,000-step episode would take
+# minutes to record. Its replays keep the first 200 frames at 240x240 (about 10 s of video, 30 s to record).
+MUJOCO_VIDEO_LENGTH = 200
+MUJOCO_FRAME_SIZE = {"width": 240, "height": 240}
+
+
+def is_mujoco(env_id: str) -> bool:
+    """Whether ``env_id`` is one of gymnasium's MuJoCo envs (found from its registered entry point)."""
+    spec = gym.registry.get(env_id)
+    return spec is not None and str(spec.entry_point).startswith("gymnasium.envs.mujoco")
+
+
+def default_video_length(env_id: str) -> int:
+    """The most frames a replay of ``env_id`` records unless told otherwise."""
+    return MUJOCO_VIDEO_LENGTH if is_mujoco(env_id) else DEFAULT_VIDEO_LENGTH
 
 
 def write_video(frames: Iterable[np.ndarray], path: Path, fps: float) -> int:
@@ -70,14 +86,21 @@ def record_replay(
     stats: VecNormalizeStats | None,
     path: Path,
     *,
-    max_frames: int = DEFAULT_VIDEO_LENGTH,
+    max_frames: int | None = None,
     seed: int = DEFAULT_EVAL_SEED,
 ) -> int:
-    """Write one deterministic episode (at most ``max_frames`` frames) to ``path`` as H.264 MP4; return the frame
-    count. Raises on any failure, leaving no file at ``path``."""
+    """Write one deterministic episode (at most ``max_frames`` frames; None: :func:`default_video_length`) to
+    ``path`` as H.264 MP4; return the frame count. Raises on any failure, leaving no file at ``path``."""
     partial = path.with_name(f".{path.name}.partial.mp4")
     # Off-screen frames need no display; without this, pygame-based envs probe for one and print an "error" line.
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    if max_frames is None:
+        max_frames = default_video_length(env_id)
+    if is_mujoco(env_id):
+        # Unset, MuJoCo looks for a display and fails; EGL renders off-screen (with Mesa's software renderer where
+        # there is no GPU). gymnasium reads the variable when the renderer is made, so setting it here is enough.
+        os.environ.setdefault("MUJOCO_GL", "egl")
+        env_kwargs = {**MUJOCO_FRAME_SIZE, **env_kwargs}
     env = make_eval_env(model, env_id, env_kwargs, stats, seed=seed, render_mode="rgb_array")
     try:
         metadata: dict[str, Any] = dict(env.metadata)
