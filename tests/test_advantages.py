@@ -114,7 +114,7 @@ def test_reward_to_go_is_gae_with_zero_values_and_lambda_one(batch: tuple[np.nda
 
 
 def test_each_baseline_has_its_estimator() -> None:
-    assert ADVANTAGE_ESTIMATORS == {"none": reward_to_go, "mean": batch_mean_baseline, "value": generalized_advantage}
+    assert {"none": reward_to_go, "mean": batch_mean_baseline, "value": generalized_advantage} == ADVANTAGE_ESTIMATORS
 
 
 def test_bad_input_is_named() -> None:

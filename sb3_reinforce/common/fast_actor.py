@@ -80,7 +80,7 @@ def unsupported_reason(policy: th.nn.Module, observation_space: spaces.Space) ->
         if getattr(type(policy), method) is not getattr(ActorCriticPolicy, method):
             return f"{type(policy).__name__} overrides {method}"
     if policy.device.type != "cpu":
-        return f"device is {policy.device.type}: the numpy actor runs on the CPU (device=\"cpu\" to use it)"
+        return f'device is {policy.device.type}: the numpy actor runs on the CPU (device="cpu" to use it)'
     if policy.use_sde or policy.squash_output:
         return "gSDE/squashed actions"
     if not isinstance(policy.pi_features_extractor, FlattenExtractor):
