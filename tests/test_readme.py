@@ -44,7 +44,7 @@ def test_readme_commands_name_real_things() -> None:
         from zoo.cli import COMMANDS
 
         assert command in COMMANDS, command
-    assert 'pip install -e ".[zoo,mujoco,tests]" && python -m pytest' in text
+    assert 'pip install -e ".[zoo,mujoco,rl-zoo3,tests]" && python -m pytest' in text
 
 
 def test_readme_benchmark_table_is_the_committed_one() -> None:
