@@ -294,24 +294,6 @@ def test_benchmark_quick_writes_the_table_and_resumes(tmp_path: Path, capsys: py
     assert "2 runs, 2 already done, 0 to do" in capsys.readouterr().out
 
 
-def test_benchmark_table_marks_runs_recorded_before_cpu_time() -> None:
-    from zoo.benchmark import summarize
-
-    def record(seed: int, cpu: float | None) -> dict[str, object]:
-        run = {
-            "algo": "ppo",
-            "env_id": "CartPole-v1",
-            "seed": seed,
-            "n_timesteps": 10,
-            "mean_reward": 500.0,
-            "train_seconds": 4.0,
-        }
-        return run if cpu is None else {**run, "train_cpu_seconds": cpu}
-
-    assert summarize([record(0, 2.0), record(1, 3.0)])[0]["train_cpu_seconds"] == 2.5
-    assert summarize([record(0, 2.0), record(1, None)])[0]["train_cpu_seconds"] is None  # no mean of a part
-
-
 def test_plot_range_leaves_out_the_untrained_outlier() -> None:
     from zoo.benchmark import curve_range
 

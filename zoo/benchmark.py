@@ -101,6 +101,7 @@ RECORD_FIELDS: dict[str, tuple[type, ...]] = {
     "mean_reward": (int, float),
     "std_reward": (int, float),
     "train_seconds": (int, float),
+    "train_cpu_seconds": (int, float),
     "curve_timesteps": (list,),
     "curve_mean_reward": (list,),
 }
@@ -118,17 +119,7 @@ def read_record(folder: Path) -> dict[str, Any]:
     for key, types in RECORD_FIELDS.items():
         if not isinstance(record.get(key), types) or isinstance(record.get(key), bool):
             raise ZooError(f"{path} is corrupt ({key} is {record.get(key)!r})")
-    cpu = record.get("train_cpu_seconds")  # absent in runs recorded before it was measured
-    if cpu is not None and (not isinstance(cpu, (int, float)) or isinstance(cpu, bool)):
-        raise ZooError(f"{path} is corrupt (train_cpu_seconds is {cpu!r})")
     return record
-
-
-def mean_cpu_seconds(runs: list[dict[str, Any]]) -> float | None:
-    """The mean training CPU time per seed, or None when some run did not record it (an older run)."""
-    if any("train_cpu_seconds" not in run for run in runs):
-        return None
-    return float(np.mean([run["train_cpu_seconds"] for run in runs]))
 
 
 def stored_config(folder: Path) -> Any:
@@ -202,7 +193,7 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "std": float(np.std(scores)),
                 "iqm": interquartile_mean(scores),
                 "train_seconds": float(np.mean([run["train_seconds"] for run in runs])),
-                "train_cpu_seconds": mean_cpu_seconds(runs),
+                "train_cpu_seconds": float(np.mean([run["train_cpu_seconds"] for run in runs])),
             }
         )
     return rows
@@ -213,10 +204,6 @@ def machines_line(records: list[dict[str, Any]]) -> str:
     even the scores, depend on it (``zoo.machine``)."""
     counts = Counter(record.get("cpu", "not recorded") for record in records)
     return "Machines: " + "; ".join(f"{cpu}: {n} runs" for cpu, n in sorted(counts.items())) + "."
-
-
-def cpu_cell(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds:.0f}"
 
 
 def write_table(rows: list[dict[str, Any]], out: Path, command: str, machines: str) -> None:
@@ -233,7 +220,7 @@ def write_table(rows: list[dict[str, Any]], out: Path, command: str, machines: s
         "Columns: mean +/- std and interquartile mean (IQM) of those per-seed scores; wall-clock is the mean "
         "training time per seed (evaluations excluded), one process per run, 1 torch thread; CPU is that "
         "process's CPU time over the same span, closer to what an idle core would take (the wall-clock grows "
-        "with the machine's load, the CPU time much less; - where a run predates it).",
+        "with the machine's load, the CPU time much less).",
         "",
         machines,
         "",
@@ -242,7 +229,7 @@ def write_table(rows: list[dict[str, Any]], out: Path, command: str, machines: s
     ]
     lines += [
         f"| {r['env']} | {r['algorithm']} | {r['n_timesteps']:,} | {r['seeds']} | {r['mean']:.1f} +/- {r['std']:.1f} "
-        f"| {r['iqm']:.1f} | {r['train_seconds']:.0f} | {cpu_cell(r['train_cpu_seconds'])} |"
+        f"| {r['iqm']:.1f} | {r['train_seconds']:.0f} | {r['train_cpu_seconds']:.0f} |"
         for r in rows
     ]
     (out / "benchmark.md").write_text("\n".join(lines) + "\n")

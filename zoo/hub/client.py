@@ -305,8 +305,8 @@ def commit_folder(
     """Upload the files of ``folder`` as one commit that also deletes the files an earlier push recorded in the
     repository's manifest.json and ``folder`` no longer has; return (commit sha, deleted, warnings).
 
-    Nothing else in the repository is deleted: without a manifest (a repository this zoo never pushed to, or an
-    older push), the files the new push does not replace are left in place, with a warning naming them.
+    Nothing else in the repository is deleted: without a manifest (a repository this zoo never pushed to), the
+    files the new push does not replace are left in place, with a warning naming them.
     """
     api = HfApi(endpoint=hub, token=token)
     names = sorted(p.name for p in folder.iterdir() if p.is_file())
