@@ -20,6 +20,9 @@ DEFAULT_VIDEO_LENGTH = 1000
 # minutes to record. Its replays keep the first 200 frames at 240x240 (about 10 s of video, 30 s to record).
 MUJOCO_VIDEO_LENGTH = 200
 MUJOCO_FRAME_SIZE = {"width": 240, "height": 240}
+# The tasks whose default camera stays where the episode started, so a good agent runs out of the picture in a
+# second: they film from the model's own "track" camera, which follows the body.
+MUJOCO_TRACKING_CAMERA = {"HalfCheetah": "track", "Swimmer": "track", "Ant": "track"}
 
 
 def is_mujoco(env_id: str) -> bool:
@@ -100,7 +103,8 @@ def record_replay(
         # Unset, MuJoCo looks for a display and fails; EGL renders off-screen (with Mesa's software renderer where
         # there is no GPU). gymnasium reads the variable when the renderer is made, so setting it here is enough.
         os.environ.setdefault("MUJOCO_GL", "egl")
-        env_kwargs = {**MUJOCO_FRAME_SIZE, **env_kwargs}
+        camera = MUJOCO_TRACKING_CAMERA.get(env_id.split("-")[0].split("/")[-1])
+        env_kwargs = {**MUJOCO_FRAME_SIZE, **({"camera_name": camera} if camera else {}), **env_kwargs}
     env = make_eval_env(model, env_id, env_kwargs, stats, seed=seed, render_mode="rgb_array")
     try:
         metadata: dict[str, Any] = dict(env.metadata)
