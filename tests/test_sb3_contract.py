@@ -7,11 +7,28 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch as th
 from gymnasium import spaces
 from stable_baselines3 import A2C, PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.callbacks import (
+    BaseCallback,
+    CallbackList,
+    CheckpointCallback,
+    EvalCallback,
+    EveryNTimesteps,
+    StopTrainingOnMaxEpisodes,
+)
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.envs import (
+    FakeImageEnv,
+    IdentityEnv,
+    IdentityEnvBox,
+    IdentityEnvMultiBinary,
+    IdentityEnvMultiDiscrete,
+    SimpleMultiObsEnv,
+)
+from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import Logger, configure
 
 from sb3_reinforce import Reinforce
@@ -134,3 +151,128 @@ def test_the_logger_still_writes_where_sb3_writes(tmp_path: Any) -> None:
     model.learn(300)
     header = (tmp_path / "progress.csv").read_text().splitlines()[0].split(",")
     assert {"train/entropy_loss", "train/entropy", "rollout/unused_frac"} <= set(header)
+
+
+# ------------------------------------------------------------------------------------ SB3's generic cases
+# What SB3's test_save_load, test_predict, test_spaces, test_dict_env, test_cnn, test_deterministic,
+# test_custom_policy, test_sde, test_identity and test_callbacks check, written for the three algorithms. SB3's
+# versions pass n_steps; Reinforce's small update is SMALL's n_episodes instead (its batches are episodes).
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_save_load_keeps_parameters_predictions_and_continues(algo: type[BaseAlgorithm], tmp_path: Any) -> None:
+    env = make_vec_env("Pendulum-v1", n_envs=2, seed=0)
+    model = make_model(algo, env).learn(600)
+    observations = np.random.default_rng(0).normal(size=(5, 3)).astype(np.float32)
+    before = model.predict(observations, deterministic=True)[0]
+    model.save(tmp_path / "model")
+    loaded = algo.load(tmp_path / "model", env=env, device="cpu")
+    for name, value in model.policy.state_dict().items():
+        assert th.equal(value, loaded.policy.state_dict()[name]), name
+    np.testing.assert_array_equal(loaded.predict(observations, deterministic=True)[0], before)
+    loaded.learn(600, reset_num_timesteps=False)
+    assert loaded.num_timesteps > model.num_timesteps
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_predict_accepts_one_observation_and_a_batch(algo: type[BaseAlgorithm]) -> None:
+    model = make_model(algo, make_vec_env("CartPole-v1", n_envs=2, seed=0))
+    single, state = model.predict(np.zeros(4, dtype=np.float32), deterministic=True)
+    assert np.shape(single) == ()
+    assert state is None
+    batch, _ = model.predict(np.zeros((3, 4), dtype=np.float32))
+    assert batch.shape == (3,)
+
+
+@pytest.mark.parametrize(
+    "env_factory",
+    [
+        lambda: IdentityEnv(5, ep_length=10),
+        lambda: IdentityEnvBox(ep_length=10),
+        lambda: IdentityEnvMultiDiscrete(3, ep_length=10),
+        lambda: IdentityEnvMultiBinary(3, ep_length=10),
+    ],
+    ids=["discrete", "box", "multidiscrete", "multibinary"],
+)
+@pytest.mark.parametrize("algo", ALGOS)
+def test_every_action_space_trains(algo: type[BaseAlgorithm], env_factory: Any) -> None:
+    model = make_model(algo, make_vec_env(env_factory, n_envs=2, seed=0)).learn(200)
+    assert model.num_timesteps >= 200
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_dict_and_image_observations_train(algo: type[BaseAlgorithm]) -> None:
+    dict_env = make_vec_env(lambda: SimpleMultiObsEnv(random_start=False), n_envs=2, seed=0)
+    algo("MultiInputPolicy", dict_env, **{**SMALL[algo], "seed": 0, "device": "cpu"}).learn(100)
+    image_env = make_vec_env(lambda: FakeImageEnv(screen_height=36, screen_width=36), n_envs=2, seed=0)
+    extractor = {"features_extractor_kwargs": {"features_dim": 16}}
+    algo("CnnPolicy", image_env, **{**SMALL[algo], "policy_kwargs": extractor, "seed": 0, "device": "cpu"}).learn(50)
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_the_same_seed_gives_the_same_parameters(algo: type[BaseAlgorithm]) -> None:
+    def trained() -> dict[str, th.Tensor]:
+        return make_model(algo, make_vec_env("Pendulum-v1", n_envs=2, seed=0)).learn(600).policy.state_dict()
+
+    first, second = trained(), trained()
+    assert all(th.equal(first[name], second[name]) for name in first)
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_custom_policy_arguments(algo: type[BaseAlgorithm]) -> None:
+    policy_kwargs = {
+        "net_arch": {"pi": [8, 8], "vf": [4]},
+        "activation_fn": th.nn.ReLU,
+        "optimizer_class": th.optim.RMSprop,
+        "optimizer_kwargs": {"eps": 1e-5},
+    }
+    model = make_model(algo, make_vec_env("CartPole-v1", n_envs=2, seed=0), policy_kwargs=policy_kwargs)
+    assert isinstance(model.policy.optimizer, th.optim.RMSprop)
+    assert [
+        layer.out_features for layer in model.policy.mlp_extractor.policy_net if hasattr(layer, "out_features")
+    ] == [
+        8,
+        8,
+    ]
+    model.learn(200)
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_gsde_trains_and_resamples(algo: type[BaseAlgorithm]) -> None:
+    model = make_model(algo, make_vec_env("Pendulum-v1", n_envs=2, seed=0), use_sde=True, sde_sample_freq=4)
+    model.learn(600)
+    assert model.policy.use_sde
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_identity_is_learned(algo: type[BaseAlgorithm]) -> None:
+    # SB3's test_identity: the action that repeats the observation earns 1; random play earns 1/2 of 10.
+    env = make_vec_env(lambda: IdentityEnv(2, ep_length=10), n_envs=4, seed=0)
+    settings: dict[type[BaseAlgorithm], dict[str, Any]] = {
+        A2C: {"n_steps": 5, "learning_rate": 3e-3},
+        PPO: {"n_steps": 64, "batch_size": 64, "n_epochs": 4, "learning_rate": 3e-3},
+        Reinforce: {"n_episodes": 8, "learning_rate": 1e-2},
+    }
+    model = algo("MlpPolicy", env, **settings[algo], policy_kwargs={"net_arch": [16]}, seed=0, device="cpu")
+    model.learn(8_000)
+    mean, _ = evaluate_policy(model, make_vec_env(lambda: IdentityEnv(2, ep_length=10), n_envs=1, seed=1), 20)
+    assert mean >= 9.0
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_sb3_callbacks_work(algo: type[BaseAlgorithm], tmp_path: Any) -> None:
+    eval_env = make_vec_env("CartPole-v1", n_envs=1, seed=1)
+    stop_at_episodes = StopTrainingOnMaxEpisodes(max_episodes=6)
+    callbacks = CallbackList(
+        [
+            CheckpointCallback(save_freq=50, save_path=str(tmp_path / "checkpoints"), name_prefix="model"),
+            EvalCallback(eval_env, eval_freq=50, n_eval_episodes=2, log_path=str(tmp_path / "eval")),
+            EveryNTimesteps(n_steps=100, callback=LocalsRecorder()),
+            stop_at_episodes,
+        ]
+    )
+    model = make_model(algo, make_vec_env("CartPole-v1", n_envs=2, seed=0))
+    model.learn(50_000, callback=callbacks)
+    assert model.num_timesteps < 50_000  # stopped by StopTrainingOnMaxEpisodes
+    assert list((tmp_path / "checkpoints").glob("model_*_steps.zip"))
+    assert (tmp_path / "eval" / "evaluations.npz").is_file()
