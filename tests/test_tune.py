@@ -5,10 +5,7 @@ PostgreSQL server shared by worker processes, one of them killed mid-trial. Tria
 from __future__ import annotations
 
 import functools
-import inspect
-import json
 import os
-import shlex
 import signal
 import socket
 import subprocess
@@ -27,7 +24,6 @@ from optuna.storages import JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import FixedTrial, TrialState
 
-from sb3_reinforce import Reinforce
 from tests.postgres import postgres_server, server_binaries
 from zoo import config as zoo_config
 from zoo.algos import hyperparams_from_model
@@ -35,7 +31,6 @@ from zoo.cli import main as cli
 from zoo.config import RunConfig, get_config, known_env_ids, make_env, make_model
 from zoo.errors import ZooError
 from zoo.train import train
-from zoo.tune.cli import build_parser, numbers
 from zoo.tune.objective import CONFIG_ATTR, SCORES_ATTR, Surplus, check_not_surplus
 from zoo.tune.report import table
 from zoo.tune.space import Sample, apply, fixed_params, load_space, suggest, with_overrides
@@ -439,60 +434,6 @@ def test_sample_keeps_what_an_enqueued_trial_asked_for() -> None:
     asked = with_overrides(base, {"baseline": "mean", "gae_lambda": 0.9})
     assert apply(asked, sample, keep={"gae_lambda"}).hyperparams["gae_lambda"] == 0.9
     assert "gae_lambda" not in apply(asked, sample).hyperparams
-
-
-# ------------------------------------------------------------------------------------------- TUNING.md
-
-
-def tuning_md_commands() -> list[list[str]]:
-    """The options of every ``python -m zoo tune`` command in TUNING.md's indented code blocks."""
-    lines = (ROOT / "benchmarks" / "results" / "zoo" / "TUNING.md").read_text().split("\n")
-    commands = []
-    for index, line in enumerate(lines):
-        if line.startswith("    ") and line.strip().startswith("python -m zoo tune"):
-            block = [line]
-            while block[-1].rstrip().endswith("\\"):
-                block.append(lines[index + len(block)])
-            commands.append(shlex.split(" ".join(part.rstrip().rstrip("\\") for part in block))[4:])
-    return commands
-
-
-def recorded_config(args: Any) -> dict[str, Any]:
-    """The configuration a TUNING.md command's candidate was measured with, without its seed: from the study's
-    journal committed under ``--log-folder`` (candidates run with ``zoo tune``), else from the JSON records of
-    the retired grid script."""
-    if args.log_folder != "logs":
-        journal = ROOT / args.log_folder / "tune" / args.study / JOURNAL_FILE
-        assert journal.is_file(), f"{args.study}: no journal at {journal}"
-        study = optuna.load_study(study_name=args.study, storage=JournalStorage(JournalFileBackend(str(journal))))
-        done = [trial for trial in study.trials if trial.state == TrialState.COMPLETE]
-        assert done, f"{args.study}: no complete trial in {journal}"
-        assert len(done[0].user_attrs[SCORES_ATTR]) == args.seeds
-        return dict(done[0].user_attrs[CONFIG_ATTR])
-    records = [json.loads(path.read_text()) for path in RECORDS.glob(f"{args.env}/{args.study}_seed*.json")]
-    assert records, f"{args.study}: no record in {RECORDS / args.env}"
-    assert {record["seed"] for record in records} <= set(range(args.first_seed, args.first_seed + args.seeds))
-    return {key: value for key, value in records[0]["config"].items() if key != "seed"}
-
-
-def test_tuning_md_reproduces_its_records() -> None:
-    # Each named candidate's command runs the configuration its JSON records (a candidate of the joint-critic era
-    # asks for vf_n_epochs: 0, which those records predate). An entry that changes breaks this until the
-    # command's --enqueue names the changed keys.
-    defaults = {name: p.default for name, p in inspect.signature(Reinforce.__init__).parameters.items()}
-    commands = tuning_md_commands()
-    assert len(commands) >= 20
-    for argv in commands:
-        args = build_parser().parse_args(argv)
-        base = get_config("reinforce", args.env, {} if args.n_timesteps is None else {"n_timesteps": args.n_timesteps})
-        ran = with_overrides(base, numbers(yaml.safe_load(args.enqueue[0]))).to_data()
-        recorded = recorded_config(args)
-        if "vf_n_epochs" not in recorded["hyperparams"] and ran["hyperparams"].get("vf_n_epochs") == 0:
-            del ran["hyperparams"]["vf_n_epochs"]
-        for config in (ran, recorded):
-            for key in set(ran["hyperparams"]) | set(recorded["hyperparams"]):
-                config["hyperparams"].setdefault(key, defaults[key])
-        assert ran == recorded, f"TUNING.md's command for {args.study} no longer runs its recorded configuration"
 
 
 def test_a_trial_is_shown_with_its_enqueued_overrides_and_its_sampled_parameters() -> None:
