@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import multiprocessing
 import os
 import shutil
@@ -119,6 +120,19 @@ def read_record(folder: Path) -> dict[str, Any]:
     for key, types in RECORD_FIELDS.items():
         if not isinstance(record.get(key), types) or isinstance(record.get(key), bool):
             raise ZooError(f"{path} is corrupt ({key} is {record.get(key)!r})")
+        if isinstance(record[key], float) and not math.isfinite(record[key]):
+            raise ZooError(f"{path} is corrupt ({key} is {record[key]!r})")
+    curve = record["curve_mean_reward"]
+    if len(curve) != len(record["curve_timesteps"]) or not all(
+        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) for value in curve
+    ):
+        raise ZooError(f"{path} is corrupt (its learning curve is not one finite number per evaluation)")
+    filed_under = (folder.parent.parent.name, folder.parent.name, folder.name)
+    if (record["algo"], record["env_id"], f"seed{record['seed']}") != filed_under:
+        raise ZooError(
+            f"{path} is corrupt (it records {record['algo']} {record['env_id']} seed {record['seed']}, "
+            f"filed under {'/'.join(filed_under)})"
+        )
     return record
 
 
@@ -315,6 +329,10 @@ def main(argv: list[str] | None = None) -> int:
     for algo in algos:
         if algo not in ALGOS:
             raise ZooError(f"unknown baseline {algo!r}; known: {', '.join(a for a in ALGOS if a != 'reinforce')}")
+    if args.envs == []:
+        raise ZooError("--envs needs at least one env id (leave it out for every env of reinforce.yml)")
+    if args.n_timesteps is not None and args.n_timesteps < 1:
+        raise ZooError(f"--n-timesteps must be >= 1 (leave it out for the tuned budgets), got {args.n_timesteps}")
     envs = args.envs or (QUICK_ENVS if args.quick else known_env_ids())
     seeds = args.seeds if args.seeds is not None else (2 if args.quick else 5)
     n_timesteps = args.n_timesteps or (QUICK_TIMESTEPS if args.quick else None)

@@ -53,12 +53,20 @@ class TimedEvalCallback(EvalCallback):
 
     eval_seconds = 0.0
     eval_cpu_seconds = 0.0
+    evaluated_at_update: int | None = None
 
     def __init__(self, eval_env: VecEnv, *, best_model_save_path: str | None = None, **kwargs: Any) -> None:
         super().__init__(eval_env, best_model_save_path=None, **kwargs)
         self.best_model_file = Path(best_model_save_path) / BEST_MODEL_FILE if best_model_save_path else None
 
     def _on_step(self) -> bool:
+        updates = getattr(self.model, "_n_updates", None)
+        if self.eval_freq > 0 and self.n_calls % self.eval_freq == 0 and updates is not None:
+            # The same policy as at the last evaluation would score the same: an episodic algorithm's collection
+            # can outlast many evaluation periods on a tiny budget, and would be evaluated at every vector step.
+            if updates == self.evaluated_at_update:
+                return True
+            self.evaluated_at_update = updates
         start, cpu_start = time.perf_counter(), time.process_time()
         best = self.best_mean_reward
         try:
@@ -208,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
         value = getattr(args, name)
         if value is not None and value < 1:
             raise ZooError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    if args.n_timesteps is not None and args.n_timesteps < 1:
+        raise ZooError(f"--n-timesteps must be >= 1 (leave it out for the tuned budget), got {args.n_timesteps}")
     overrides = parse_overrides(args.hyperparams)
     if args.n_timesteps is not None:
         overrides["n_timesteps"] = args.n_timesteps

@@ -446,10 +446,16 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         )
 
     def _check_rate(self, what: str, schedule: Schedule) -> None:
-        """FloatingPointError if the schedule's rate now is nan or infinite."""
+        """FloatingPointError if the schedule's rate now is nan or infinite; ValueError if it is negative (a
+        negative rate is gradient ascent on the loss)."""
         rate = schedule(self._current_progress_remaining)
         if not np.isfinite(rate):
             raise FloatingPointError(self._nonfinite_message(what, rate))
+        if rate < 0:
+            raise ValueError(
+                f"the {what} schedule gave {rate} at update {self._n_updates + 1} "
+                f"(num_timesteps={self.num_timesteps}); it must stay >= 0. The policy was not changed."
+            )
 
     def _update_vf_learning_rate(self) -> None:
         assert self.vf_optimizer is not None

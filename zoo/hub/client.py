@@ -54,11 +54,14 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 # Network retries: attempts in all, and the first wait (doubled after each failure). Tests make them fast.
-RETRY_ATTEMPTS = 4
+RETRY_ATTEMPTS = 3
 RETRY_BACKOFF_S = 1.0
 TRANSIENT_STATUS = {408, 429, 500, 502, 503, 504}
-# How long one request may wait for the Hub (to connect, or between two reads or writes), in seconds.
-DEFAULT_TIMEOUT_S = 60.0
+# How long one request may wait for the Hub (to connect, or between two reads or writes), in seconds. A Hub that
+# accepts connections and never answers costs RETRY_ATTEMPTS * 8 s plus the backoffs (1 + 2 s): 27 s in all, near
+# huggingface_hub's own 10 s a request. The limit is between two reads or writes, not on a whole transfer, so a
+# slow but working Hub only needs to answer within it; --timeout raises it.
+DEFAULT_TIMEOUT_S = 8.0
 
 
 def _transport_errors() -> tuple[type[BaseException], ...]:

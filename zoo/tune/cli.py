@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shlex
 import sys
 import time
@@ -102,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("trials", "jobs", "seeds"):
         if getattr(args, name) < 1:
             raise ZooError(f"--{name} must be >= 1, got {getattr(args, name)}")
+    if args.n_timesteps is not None and args.n_timesteps < 1:
+        raise ZooError(f"--n-timesteps must be >= 1 (leave it out for the entry's budget), got {args.n_timesteps}")
+    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout >= 0):
+        raise ZooError(f"--timeout must be a number of seconds >= 0, got {args.timeout}")
     study_name = args.study or f"{args.algo}-{env_slug(args.env)}"
     if not study_name or "/" in study_name or study_name.startswith("."):
         raise ZooError(f"--study {study_name!r}: a study name is also a folder name, without '/'")

@@ -1,0 +1,147 @@
+"""Reliability at the newer edges: budgets, bounds, benchmark records, schedules and waits.
+
+Classes of failure, one section each: wrong results, silently (a negative rate, a NaN or misfiled record); work
+that never ends or grows without bound (n_episodes, a tiny budget's evaluations); one line and status 2 where a
+traceback or a silent default was (budgets of 0, an empty --envs, a negative --timeout); waits (a silent Hub).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from sb3_reinforce import Reinforce
+from tests.envs import ScriptedEnv
+from tests.helpers import assert_unchanged, one_error_line, policy_state
+from zoo.benchmark import read_record
+from zoo.cli import main as cli
+from zoo.errors import ZooError
+from zoo.hub import client
+
+TINY = {"net_arch": [4]}
+
+# ------------------------------------------------------------------------------------- wrong results, silently
+
+
+@pytest.mark.parametrize("which", ["learning_rate", "vf_learning_rate"])
+def test_a_schedule_that_turns_negative_is_refused_before_the_step(which: str) -> None:
+    def schedule(progress: float) -> float:
+        return 1e-3 if progress >= 1.0 else -1e-3  # gradient ascent from the first update on
+
+    model = Reinforce(
+        "MlpPolicy", DummyVecEnv([lambda: ScriptedEnv([3])]), n_episodes=2, device="cpu", policy_kwargs=TINY,
+        **{which: schedule},
+    )  # fmt: skip
+    before = policy_state(model)
+    with pytest.raises(ValueError, match=r"schedule gave -0\.001 at update 1 .* must stay >= 0"):
+        model.learn(60)
+    assert_unchanged(model, before)
+
+
+def good_record(folder: Path) -> dict[str, object]:
+    return {
+        "algo": folder.parent.parent.name,
+        "env_id": folder.parent.name,
+        "seed": int(folder.name.removeprefix("seed")),
+        "n_timesteps": 100,
+        "mean_reward": 10.0,
+        "std_reward": 1.0,
+        "train_seconds": 1.0,
+        "train_cpu_seconds": 1.0,
+        "curve_timesteps": [50, 100],
+        "curve_mean_reward": [5.0, 10.0],
+    }
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"mean_reward": math.nan}, "mean_reward is nan"),
+        ({"train_cpu_seconds": math.inf}, "train_cpu_seconds is inf"),
+        ({"env_id": "Acrobot-v1"}, "it records reinforce Acrobot-v1 seed 0, filed under reinforce/CartPole-v1/seed0"),
+        ({"seed": 3}, "filed under reinforce/CartPole-v1/seed0"),
+        ({"curve_mean_reward": [5.0, math.nan]}, "its learning curve is not one finite number per evaluation"),
+        ({"curve_mean_reward": [5.0]}, "its learning curve is not one finite number per evaluation"),
+        ({"curve_mean_reward": ["5", 1.0]}, "its learning curve is not one finite number per evaluation"),
+        ({"train_cpu_seconds": None}, "train_cpu_seconds is None"),
+    ],
+    ids=lambda value: value if isinstance(value, str) else next(iter(value)),
+)
+def test_a_record_that_is_not_a_measurement_of_its_run_is_corrupt(
+    change: dict[str, object], message: str, tmp_path: Path
+) -> None:
+    folder = tmp_path / "runs" / "reinforce" / "CartPole-v1" / "seed0"
+    folder.mkdir(parents=True)
+    (folder / "result.json").write_text(json.dumps({**good_record(folder), **change}))
+    with pytest.raises(ZooError, match="is corrupt") as error:
+        read_record(folder)
+    assert message in str(error.value)
+
+
+def test_a_good_record_reads() -> None:
+    folder = Path("runs/reinforce/CartPole-v1/seed2")
+    assert good_record(folder)["seed"] == 2
+
+
+# ------------------------------------------------------------------------ work that grows without bound
+
+
+@pytest.mark.parametrize("n_episodes", [10**9, 100_001])
+def test_episodes_per_update_are_bounded_before_any_env_step(n_episodes: int) -> None:
+    with pytest.raises(ValueError, match=r"n_episodes must be an integer in \[2, 100,000\]"):
+        Reinforce("MlpPolicy", DummyVecEnv([lambda: ScriptedEnv([3])]), n_episodes=n_episodes)
+
+
+def test_a_tiny_budget_evaluates_once_per_policy(tmp_path: Path) -> None:
+    # 100 steps: the first collection (16 CartPole episodes over 8 envs) outlasts every evaluation period, which
+    # evaluated the same untrained policy at every vector step.
+    started = time.monotonic()
+    argv = ["train", "--env", "CartPole-v1", "--n-timesteps", "100", "--log-folder", str(tmp_path)]
+    assert cli([*argv, "--no-progress-bar", "--verbose", "0", "--eval-episodes", "2"]) == 0
+    run = tmp_path / "reinforce" / "CartPole-v1_1"
+    evaluations = np.load(run / "evaluations.npz")["timesteps"]
+    model = Reinforce.load(run / "CartPole-v1.zip", device="cpu")
+    assert len(evaluations) <= model._n_updates + 1
+    assert time.monotonic() - started < 60
+
+
+# ----------------------------------------------------------------------------------- one line and status 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["train", "--env", "CartPole-v1", "--n-timesteps", "0"], "--n-timesteps must be >= 1"),
+        (["train", "--env", "CartPole-v1", "--n-timesteps", "-5"], "--n-timesteps must be >= 1"),
+        (["benchmark", "--n-timesteps", "0"], "--n-timesteps must be >= 1"),
+        (["benchmark", "--envs"], "--envs needs at least one env id"),
+        (["tune", "--env", "CartPole-v1", "--n-timesteps", "0"], "--n-timesteps must be >= 1"),
+        (["tune", "--env", "CartPole-v1", "--timeout", "-1"], "--timeout must be a number of seconds >= 0"),
+        (["tune", "--env", "CartPole-v1", "--timeout", "nan"], "--timeout must be a number of seconds >= 0"),
+    ],
+    ids=lambda value: value if isinstance(value, str) else " ".join(value),
+)
+def test_budgets_and_lists_are_checked_before_work_starts(
+    argv: list[str], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli(argv) == 2
+    assert message in one_error_line(capsys)
+    assert list(tmp_path.iterdir()) == []  # no run folder, no study, no results folder
+
+
+# -------------------------------------------------------------------------------------------------- waits
+
+
+def test_a_silent_hub_costs_under_30_seconds_by_default() -> None:
+    # Every attempt waits DEFAULT_TIMEOUT_S, then the backoff doubles from RETRY_BACKOFF_S.
+    backoffs = sum(client.RETRY_BACKOFF_S * 2**attempt for attempt in range(client.RETRY_ATTEMPTS - 1))
+    assert client.RETRY_ATTEMPTS * client.DEFAULT_TIMEOUT_S + backoffs < 30
+    assert client.check_timeout(None) == client.DEFAULT_TIMEOUT_S
+    assert client.check_timeout(120) == 120.0  # --timeout still raises it
