@@ -331,7 +331,9 @@ def test_workers_on_two_machines_share_one_postgres_study_and_survive_a_killed_w
 ) -> None:
     # Two commands, as on two machines, with the plain postgresql:// URL a user types (psycopg 3): the first with
     # two worker processes, one of which is killed mid-trial. A short heartbeat lets the test wait 3 s, not 2 min.
-    options = [*tiny, "--storage", postgres_url, "--study", "shared", "--trials", "4"]
+    # The server trusts loopback connections, so a password in the URL is accepted and must never be shown.
+    url_with_password = postgres_url.replace("postgresql://zoo@", "postgresql://zoo:hunter2@")
+    options = [*tiny, "--storage", url_with_password, "--study", "shared", "--trials", "4"]
     options += ["--heartbeat-interval", "1", "--grace-period", "3"]
     first, second = tune_process([*options, "--jobs", "2"], tmp_path), tune_process(options, tmp_path)
 
@@ -359,6 +361,8 @@ def test_workers_on_two_machines_share_one_postgres_study_and_survive_a_killed_w
     for process, (out, err) in zip((first, second), outputs, strict=True):
         assert process.returncode == 0, err
         assert "more workers on other machines: python -m zoo tune" in out
+        assert "zoo:***@127.0.0.1" in out
+        assert "hunter2" not in out + err
     assert "exited with status -9" in outputs[0][1]
     assert (
         f"trial {killed}: FAILED: its worker stopped (no heartbeat) or lost the storage; run again as" in outputs[1][0]

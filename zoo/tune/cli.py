@@ -179,7 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     counts = Counts.of(study.get_trials(deepcopy=False))
     print(f"{summary(study)} ({minutes:.1f} min)")
     print(best_line(study))
-    again = shlex.join(["python", "-m", "zoo", "tune", "--env", args.env, "--study", study_name, *storage_args(args)])
+    again = shlex.join(
+        ["python", "-m", "zoo", "tune", "--env", args.env, "--study", study_name, *storage_args(args, spec)]
+    )
     print(f"report and plots: {again} --report\nbest as a zoo entry: {again} --export")
     if counts.done < args.trials:
         print(f"stopped with {counts.done} of {args.trials} trials done; rerun the same command to go on")
@@ -187,8 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def storage_args(args: argparse.Namespace) -> list[str]:
-    storage = [] if args.storage is None else ["--storage", args.storage]
+def storage_args(args: argparse.Namespace, spec: StorageSpec) -> list[str]:
+    """--storage and --log-folder as this command was given them, the storage's password hidden."""
+    storage = [] if args.storage is None else ["--storage", spec.shown]
     return storage + ([] if args.log_folder == "logs" else ["--log-folder", args.log_folder])
 
 
