@@ -31,7 +31,8 @@ from tests.hub_server import HubServer, SilentServer
 from zoo.cli import main as cli
 from zoo.errors import ZooError
 from zoo.evaluate import evaluate_episodes
-from zoo.hub import load_from_hub, package_agent, push_all_main
+from zoo.hub import load_from_hub, package_agent, push_all_main, push_folder
+from zoo.hub.layout import write_manifest
 
 NORMALIZED = {"norm_obs": True, "norm_reward": True}
 
@@ -359,7 +360,7 @@ def test_push_all_reports_a_bad_folder_and_pushes_the_others(
     results = json.loads((broken / "results.json").read_text())
     del results["mean_reward"]
     (broken / "results.json").write_text(json.dumps(results))
-    (broken / "manifest.json").unlink()  # an older package, so only the card's renderer meets the broken file
+    write_manifest(broken)  # a manifest that agrees, so only the card's renderer meets the broken file
 
     org = f"team{time.monotonic_ns() % 10**8}"
     with pytest.raises(ZooError, match=r"1 of 2 agents were not pushed: A-broken"):
@@ -368,6 +369,48 @@ def test_push_all_reports_a_bad_folder_and_pushes_the_others(
     assert f"error: {broken}: KeyError: 'mean_reward'" in err
     assert "Traceback" not in err
     assert "config.json" in hub.files(f"{org}/reinforce-CartPole-v1")
+
+
+def test_push_all_uploads_exactly_the_package_and_nothing_beside_it(
+    run_dir: Path, hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cards = tmp_path / "hub_cards"
+    folder = cards / ENV_ID
+    package_agent(run_dir, ENV_ID, folder, record_video=False)
+    packaged = sorted(path.name for path in folder.iterdir())
+    secret = tmp_path / "secret.txt"
+    secret.write_text("outside the folder")
+    (folder / "leak.txt").symlink_to(secret)
+    (folder / ".env").write_text("HF_TOKEN=hf_secret")
+    (folder / "draft-notes.md").write_text("unlisted draft")
+
+    org = f"team{time.monotonic_ns() % 10**8}"
+    assert push_all_main(["--org", org, "--hub-cards", str(cards), "--dry-run"]) == 0
+    listing = capsys.readouterr().out
+    for stray in ("leak.txt", ".env", "draft-notes.md"):
+        assert stray not in listing
+    assert push_all_main(["--org", org, "--hub-cards", str(cards)]) == 0
+    uploaded = sorted(name for name in hub.files(f"{org}/reinforce-{ENV_ID}") if name != ".gitattributes")
+    assert uploaded == packaged
+
+
+def test_a_listed_file_that_became_a_link_is_refused(run_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / ENV_ID
+    package_agent(run_dir, ENV_ID, folder, record_video=False)
+    target = tmp_path / "elsewhere.json"
+    target.write_bytes((folder / "results.json").read_bytes())
+    (folder / "results.json").unlink()
+    (folder / "results.json").symlink_to(target)
+    with pytest.raises(ZooError, match=r"results\.json is a symbolic link"):
+        push_folder(folder, "tester/linked")
+
+
+def test_a_folder_without_a_manifest_is_not_a_package(run_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / ENV_ID
+    package_agent(run_dir, ENV_ID, folder, record_video=False)
+    (folder / "manifest.json").unlink()
+    with pytest.raises(ZooError, match=r"it has no manifest\.json"):
+        push_folder(folder, "tester/unlisted")
 
 
 def test_the_served_agent_loads_when_left_alone(agent_files: dict[str, bytes], hub: HubServer) -> None:

@@ -222,9 +222,9 @@ def push_all_main(argv: list[str]) -> int:
             config = read_config(folder)
             repo_id = f"{args.org}/{repo_name(config['algo'], config['env_id'])}"
             if args.dry_run:
-                verify_package(folder)
+                _, names = verify_package(folder)
                 render_card(folder, repo_id)
-                files = {p.name: p.stat().st_size for p in folder.iterdir() if p.is_file()}
+                files = {name: (folder / name).stat().st_size for name in names}
                 print(f"would push {folder} to {repo_id}: {_describe_files(files)}")
                 continue
             result = push_folder(

@@ -198,20 +198,25 @@ def sb3_zip(folder: Path, config: dict[str, Any], missing: str) -> Path:
     return path
 
 
-def verify_package(folder: Path) -> dict[str, Any]:
-    """Check a packaged folder (files present, hashes of its manifest when it has one, weights loadable); return
-    its config.json."""
-    if (folder / MANIFEST_FILE).is_file():
-        manifest = parse_manifest(read_json(folder / MANIFEST_FILE), str(folder / MANIFEST_FILE))
-        for name in manifest:
-            verify_file(folder, name, manifest)
+def verify_package(folder: Path) -> tuple[dict[str, Any], list[str]]:
+    """Check a packaged folder (its manifest, every file it lists with its size and hash, the weights loadable);
+    return its config.json and the files of the package: the ones its manifest lists, nothing else of the folder."""
+    if not (folder / MANIFEST_FILE).is_file():
+        raise ZooError(
+            f"{folder} is not an agent package: it has no {MANIFEST_FILE} (package it with zoo push --dry-run)"
+        )
+    manifest = parse_manifest(read_json(folder / MANIFEST_FILE), str(folder / MANIFEST_FILE))
+    for name in manifest:
+        if (folder / name).is_symlink():
+            raise ZooError(f"{folder / name} is a symbolic link; a package holds plain files only")
+        verify_file(folder, name, manifest)
     config = read_config(folder)
     for name in (WEIGHTS_FILE, RESULTS_FILE, CONFIG_YML):
         if not (folder / name).is_file():
             raise ZooError(f"{folder} is not a complete agent package: {name} is missing")
     sb3_zip(folder, config, f"{folder} is not a complete agent package: the SB3 zip {{file!r}} is missing")
     load_agent(folder, device="cpu", config=config)
-    return config
+    return config, sorted(manifest)
 
 
 def inventory(folder: Path) -> tuple[dict[str, int], dict[str, str]]:

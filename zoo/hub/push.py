@@ -219,18 +219,19 @@ def push_folder(
     template_path: Path | None = None,
     timeout: float | None = None,
 ) -> PushResult:
-    """Upload a packaged folder (from :func:`package_agent` or a dry run) as is, its card rendered for ``repo_id``
-    and its manifest written again (a folder packaged before manifests existed gets one)."""
+    """Upload a packaged folder (from :func:`package_agent` or a dry run): exactly the files its manifest lists,
+    checked against it, with the card rendered for ``repo_id`` and the manifest written again. Whatever else lies
+    in the folder (a draft, a dotfile, a link) is not uploaded."""
     client.check_repo_id(repo_id)
     seconds = client.check_timeout(timeout)
     source = Path(folder)
-    verify_package(source)
+    _, names = verify_package(source)
     hub = client.endpoint(endpoint)
     hub_token = client.login(token, hub, f"push to {repo_id}", seconds)
     with staging(STAGING_PREFIX) as staged:
-        for path in source.iterdir():
-            if path.is_file() and path.name not in (CARD_FILE, MANIFEST_FILE):
-                shutil.copy2(path, staged / path.name)
+        for name in names:
+            if name != CARD_FILE:
+                shutil.copy2(source / name, staged / name)
         (staged / CARD_FILE).write_text(render_card(staged, repo_id, template_path), encoding="utf-8")
         write_manifest(staged)
         return _deliver(
