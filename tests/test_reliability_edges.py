@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import json
 import math
+import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
+import optuna
 import pytest
+from optuna.storages import JournalStorage
+from optuna.storages.journal import JournalFileBackend
+from optuna.trial import TrialState
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_reinforce import Reinforce
@@ -23,6 +30,7 @@ from zoo.benchmark import read_record
 from zoo.cli import main as cli
 from zoo.errors import ZooError
 from zoo.hub import client
+from zoo.tune.storage import WORKER_ATTR
 
 TINY = {"net_arch": [4]}
 
@@ -145,3 +153,54 @@ def test_a_silent_hub_costs_under_30_seconds_by_default() -> None:
     assert client.RETRY_ATTEMPTS * client.DEFAULT_TIMEOUT_S + backoffs < 30
     assert client.check_timeout(None) == client.DEFAULT_TIMEOUT_S
     assert client.check_timeout(120) == 120.0  # --timeout still raises it
+
+
+# ------------------------------------------------------------------------------------------------ data loss
+
+
+def test_a_study_whose_journal_was_torn_resumes_with_every_finished_trial(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    options = ["tune", "--env", "CartPole-v1", "--space", "none", "--n-timesteps", "300", "--log-folder", str(tmp_path)]
+    options += ["--hyperparams", "n_envs=2", "n_episodes=2", "policy_kwargs={net_arch: [4]}", "--study", "torn"]
+    options += ["--enqueue", "{learning_rate: 1.0e-3}", "--enqueue", "{learning_rate: 2.0e-3}"]
+    assert cli([*options, "--trials", "2"]) == 0
+    journal = tmp_path / "tune" / "torn" / "study.journal"
+    data = journal.read_bytes()
+    journal.write_bytes(data[:-15])  # the last record cut mid-write
+    capsys.readouterr()
+
+    assert cli([*options[: options.index("--enqueue")], "--trials", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "ended in a torn record" in out
+    torn = list(journal.parent.glob("study.journal.torn-*"))
+    assert len(torn) == 1
+    assert torn[0].read_bytes() == data[data[:-15].rfind(b"\n") + 1 : -15]
+    study = optuna.load_study(study_name="torn", storage=JournalStorage(JournalFileBackend(str(journal))))
+    complete = [trial for trial in study.trials if trial.state == TrialState.COMPLETE]
+    assert len(complete) >= 2  # the first finished trial survived, and the study went on to its target
+    assert complete[0].params == {} or complete[0].number == 0
+
+
+# ------------------------------------------------------------------------------------------------- orphans
+
+
+def test_a_retry_taken_over_from_a_dead_worker_is_not_this_workers_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    options = ["tune", "--env", "CartPole-v1", "--space", "none", "--n-timesteps", "300", "--log-folder", str(tmp_path)]
+    options += ["--hyperparams", "n_envs=2", "n_episodes=2", "policy_kwargs={net_arch: [4]}", "--study", "dead"]
+    assert cli([*options, "--trials", "1", "--timeout", "0"]) == 1  # the study, set up, with no trial yet
+    journal = tmp_path / "tune" / "dead" / "study.journal"
+    study = optuna.load_study(study_name="dead", storage=JournalStorage(JournalFileBackend(str(journal))))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    orphan = study.ask()
+    orphan.set_user_attr(WORKER_ATTR, f"{socket.gethostname()}:{dead.pid}")
+    capsys.readouterr()
+
+    # --trials 1 allows one failure of this worker's own; the dead worker's is not one of them.
+    assert cli([*options, "--trials", "1"]) == 0
+    study = optuna.load_study(study_name="dead", storage=JournalStorage(JournalFileBackend(str(journal))))
+    states = [trial.state for trial in study.trials]
+    assert states == [TrialState.FAIL, TrialState.COMPLETE]

@@ -34,7 +34,14 @@ from zoo.train import train
 from zoo.tune.objective import CONFIG_ATTR, SCORES_ATTR, Surplus, check_not_surplus
 from zoo.tune.report import table
 from zoo.tune.space import Sample, apply, fixed_params, load_space, suggest, with_overrides
-from zoo.tune.storage import FAIL_REASON_ATTR, JOURNAL_FILE, WORKER_ATTR, hand_on_orphans
+from zoo.tune.storage import (
+    FAIL_REASON_ATTR,
+    JOURNAL_FILE,
+    WORKER_ATTR,
+    WORKER_PROCESS_ATTR,
+    hand_on_orphans,
+    process_identity,
+)
 
 ZOO_ENVS = ["CartPole-v1", "Acrobot-v1", "LunarLander-v3", "Pendulum-v1", "MountainCarContinuous-v0"]
 TINY_SPACE = """
@@ -413,17 +420,46 @@ def test_a_journal_trial_whose_worker_died_is_failed_and_queued_again(tmp_path: 
     study = optuna.create_study(storage=storage, study_name="orphans", direction="maximize")
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    orphan, alive = study.ask({"x": optuna.distributions.FloatDistribution(0, 1)}), study.ask()
-    orphan.set_user_attr(WORKER_ATTR, f"{socket.gethostname()}:{dead.pid}")
-    alive.set_user_attr(WORKER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
-    assert hand_on_orphans(study, storage) == [orphan.number]
-    trials = study.get_trials()
-    assert trials[orphan.number].state == TrialState.FAIL
-    assert trials[orphan.number].user_attrs[FAIL_REASON_ATTR] == f"its worker (pid {dead.pid}) died"
-    assert trials[alive.number].state == TrialState.RUNNING
-    assert trials[-1].state == TrialState.WAITING
-    assert trials[-1].system_attrs["failed_trial"] == orphan.number
-    assert hand_on_orphans(study, storage) == []
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        orphan, alive = study.ask({"x": optuna.distributions.FloatDistribution(0, 1)}), study.ask()
+        orphan.set_user_attr(WORKER_ATTR, f"{socket.gethostname()}:{dead.pid}")
+        alive.set_user_attr(WORKER_ATTR, f"{socket.gethostname()}:{worker.pid}")
+        alive.set_user_attr(WORKER_PROCESS_ATTR, process_identity(worker.pid))
+        assert hand_on_orphans(study, storage) == [orphan.number]
+        trials = study.get_trials()
+        assert trials[orphan.number].state == TrialState.FAIL
+        assert trials[orphan.number].user_attrs[FAIL_REASON_ATTR] == f"its worker (pid {dead.pid}) died"
+        assert trials[alive.number].state == TrialState.RUNNING
+        assert trials[-1].state == TrialState.WAITING
+        assert trials[-1].system_attrs["failed_trial"] == orphan.number
+        assert hand_on_orphans(study, storage) == []
+    finally:
+        worker.kill()
+        worker.wait()
+
+
+def test_a_journal_trial_is_handed_on_when_its_pid_is_another_process_now(tmp_path: Path) -> None:
+    # The worker died and its PID went to a new process: the PID is alive, the process is not the worker.
+    storage = JournalStorage(JournalFileBackend(str(tmp_path / JOURNAL_FILE)))
+    study = optuna.create_study(storage=storage, study_name="reused", direction="maximize")
+    newcomer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        reused = study.ask()
+        reused.set_user_attr(WORKER_ATTR, f"{socket.gethostname()}:{newcomer.pid}")
+        identity = process_identity(newcomer.pid)
+        assert identity is not None
+        boot, _, start = identity.rpartition(":")
+        reused.set_user_attr(WORKER_PROCESS_ATTR, f"{boot}:{int(start) - 1}")  # started a tick before the newcomer
+        # A trial this very process recorded: left behind by an earlier call, since trials are handed on between
+        # this process's own trials.
+        left = study.ask()
+        left.set_user_attr(WORKER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
+        left.set_user_attr(WORKER_PROCESS_ATTR, process_identity(os.getpid()))
+        assert hand_on_orphans(study, storage) == [reused.number, left.number]
+    finally:
+        newcomer.kill()
+        newcomer.wait()
 
 
 def test_report_of_a_study_that_does_not_exist(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,6 +13,7 @@ attribute, and the study goes on.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +29,7 @@ from zoo.machine import cpu_model
 from zoo.measure import FINAL_EVAL_EPISODES, measured_run
 from zoo.tune import interrupt
 from zoo.tune.space import POLICY_KWARGS, SearchSpace, apply, suggest, with_overrides
-from zoo.tune.storage import FAIL_REASON_ATTR, WORKER_ATTR, worker_id
+from zoo.tune.storage import FAIL_REASON_ATTR, WORKER_ATTR, WORKER_PROCESS_ATTR, process_identity, worker_id
 
 # The trial's user attributes, read by the report and the export.
 OVERRIDES_ATTR = "overrides"  # an enqueued trial's overrides, in --hyperparams syntax
@@ -102,6 +103,7 @@ class PruningReporter(BaseCallback):
 def run_trial(trial: optuna.Trial, setup: Setup, target: int) -> float:
     """The objective: train the trial's configuration on each seed and return the mean final score."""
     trial.set_user_attr(WORKER_ATTR, worker_id())
+    trial.set_user_attr(WORKER_PROCESS_ATTR, process_identity(os.getpid()))
     try:
         check_not_surplus(trial, target)
         overrides = dict(trial.user_attrs.get(OVERRIDES_ATTR, {}))

@@ -31,6 +31,9 @@ from zoo.errors import ZooError, first_line
 
 JOURNAL_FILE = "study.journal"
 WORKER_ATTR = "worker"
+# The worker process's identity beside its PID (process_identity), so a PID that a new process reuses does not pass
+# for the dead worker.
+WORKER_PROCESS_ATTR = "worker_process"
 FAIL_REASON_ATTR = "fail_reason"
 MAX_RETRY = 2  # a trial whose worker keeps dying (out of memory, say) is retried twice, then left failed
 OPEN_ATTEMPTS = 3  # workers starting together on a fresh database may race to create Optuna's tables
@@ -43,6 +46,43 @@ def study_folder(log_folder: str | Path, study_name: str) -> Path:
 
 def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def process_identity(pid: int) -> str | None:
+    """What tells a process from a later one that got its PID: the boot it runs in and its start time (clock ticks
+    since boot, /proc/PID/stat field 22); None where /proc cannot say."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        start = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+    return f"{boot}:{start}"
+
+
+def cut_torn_tail(journal: Path) -> Path | None:
+    """Cut off a journal's torn last record, keeping it beside the journal; return where, or None if whole.
+
+    Optuna's journal is one JSON record a line, appended. A crash or a full disk mid-write leaves a last line
+    without its newline. Optuna skips such a line when it reads the journal, but appends the next record right
+    after it, gluing the two into one line it cannot read. Every record before it is whole: the finished trials
+    are kept; a trial whose last record was torn shows as running and is handed on like a dead worker's.
+    """
+    if not journal.is_file():
+        return None
+    with journal.open("rb+") as file:
+        size = file.seek(0, 2)
+        if size == 0:
+            return None
+        file.seek(size - 1)
+        if file.read(1) == b"\n":
+            return None
+        file.seek(0)
+        data = file.read()
+        whole = data.rfind(b"\n") + 1
+        torn = journal.with_name(f"{journal.name}.torn-{int(time.time())}")
+        torn.write_bytes(data[whole:])
+        file.truncate(whole)
+    return torn
 
 
 @dataclass(frozen=True)
@@ -84,6 +124,12 @@ class StorageSpec:
         if self.url is None:
             assert self.journal is not None
             Path(self.journal).parent.mkdir(parents=True, exist_ok=True)
+            torn = cut_torn_tail(Path(self.journal))
+            if torn is not None:
+                print(
+                    f"warning: {self.journal} ended in a torn record (a crash or a full disk mid-write); "
+                    f"kept it in {torn}"
+                )
             return JournalStorage(JournalFileBackend(self.journal))
         from sqlalchemy import exc
 
@@ -127,11 +173,24 @@ def process_exists(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+def worker_alive(pid: int, attrs: dict[str, object]) -> bool:
+    """Whether the worker that recorded ``attrs`` still runs its trial. Called between trials, so this very
+    process runs none: a trial recorded by it was left behind (by an earlier call in the same process)."""
+    identity = attrs.get(WORKER_PROCESS_ATTR)
+    if pid == os.getpid():
+        return identity is not None and identity != process_identity(pid)
+    if not process_exists(pid):
+        return False
+    return identity is None or identity == process_identity(pid)
+
+
 def hand_on_orphans(study: optuna.Study, storage: BaseStorage) -> list[int]:
     """Fail the RUNNING trials whose worker died, and re-queue them; the numbers of those failed.
 
     With a heartbeat (RDB storages), Optuna's own check does it. On a journal, a trial whose worker process
-    (recorded on this host) no longer exists is failed and re-queued with the same callback.
+    (recorded on this host) no longer exists, or whose PID now belongs to another process (another start time or
+    boot), is failed and re-queued with the same callback. A journal trial of another host cannot be checked from
+    here: its own host's workers hand it on.
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -146,7 +205,7 @@ def hand_on_orphans(study: optuna.Study, storage: BaseStorage) -> list[int]:
         study_id = storage.get_study_id_from_name(study.study_name)
         for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
             worker_host, _, pid = str(trial.user_attrs.get(WORKER_ATTR, "")).rpartition(":")
-            if worker_host != host or not pid.isdigit() or process_exists(int(pid)):
+            if worker_host != host or not pid.isdigit() or worker_alive(int(pid), trial.user_attrs):
                 continue
             trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, trial.number)
             try:

@@ -104,16 +104,19 @@ def work(plan: Plan, storage: BaseStorage, on_poll: Callable[[optuna.Study], Non
     """Run trials until the study has its trials, the deadline passes or too many fail (see the module doc)."""
     study = load(plan, storage)
     failed_at_start = Counts.of(study.get_trials(deepcopy=False)).failed
+    # Trials this worker failed for a dead worker are that worker's failures, retried here: not ours.
+    handed_on = 0
     objective = partial(run_trial, setup=plan.setup, target=plan.target)
     with interrupt.deferred():
         while True:
             interrupt.check()
-            hand_on_orphans(study, storage)
+            handed_on += len(hand_on_orphans(study, storage))
             counts = Counts.of(study.get_trials(deepcopy=False))
             if on_poll is not None:
                 on_poll(study)
             late = plan.deadline is not None and time.time() >= plan.deadline
-            if counts.done >= plan.target or late or counts.failed - failed_at_start >= plan.max_failures:
+            own_failures = counts.failed - failed_at_start - handed_on
+            if counts.done >= plan.target or late or own_failures >= plan.max_failures:
                 return
             if counts.waiting == 0 and counts.done + counts.running >= plan.target:
                 time.sleep(POLL_SECONDS)  # the last trials are under way elsewhere: wait for them, or for orphans
