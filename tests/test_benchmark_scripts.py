@@ -85,3 +85,18 @@ def test_render_mode_plays_the_same_lunar_lander_trajectories_rendered_or_not(
     assert module.main(["--steps", "50", "--out", str(tmp_path)]) == 0
     assert "| None |" in (tmp_path / "render_mode.md").read_text()
     capsys.readouterr()
+
+
+def test_cost_breakdown_accounts_for_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = load_script("cost_breakdown", monkeypatch)
+    monkeypatch.setattr(module, "RESULTS", tmp_path)
+    assert module.main(["--env", "Pendulum-v1", "--steps", "1600"]) == 0
+    table = (tmp_path / "cost_breakdown_Pendulum-v1.md").read_text()
+    assert table in capsys.readouterr().out
+    shares = {line.split("|")[1].strip(): line.split("|")[2] for line in table.splitlines() if line.count("|") == 4}
+    assert {"collection", "policy step", "critic fit", "total"} <= shares.keys()
+    parts = sum(float(shares[phase]) for phase in shares if phase not in ("phase", "total") and "---" not in phase)
+    assert parts == pytest.approx(float(shares["total"]), abs=0.2)
+    assert float(shares["critic fit"]) > 0  # Pendulum's entry fits its critic 80 passes per update

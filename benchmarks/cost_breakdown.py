@@ -1,0 +1,89 @@
+"""Where a zoo entry's training CPU time goes: collection (env stepping and the actor), the policy step and the
+critic fit, measured on the entry itself with the process's CPU clock around each phase.
+
+    python benchmarks/cost_breakdown.py --env Hopper-v5 --steps 100000
+
+It prints one table (and writes it to ``benchmarks/results/cost_breakdown_<env>.md``): the CPU seconds of each
+phase, their share, and the CPU seconds per 1e6 steps the run would take at this rate. Evaluations are not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch as th
+
+from sb3_reinforce import Reinforce
+from zoo.config import get_config, training_envs
+from zoo.machine import cpu_model
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def timed(clock: dict[str, float], phase: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        start = time.process_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            clock[phase] += time.process_time() - start
+
+    return wrapper
+
+
+def breakdown(env_id: str, steps: int, seed: int = 0) -> tuple[dict[str, float], int]:
+    """CPU seconds per phase of ``steps`` steps of the zoo's Reinforce entry for ``env_id``, and the steps taken."""
+    th.set_num_threads(1)
+    config = get_config("reinforce", env_id, {"n_timesteps": steps})
+    env, _ = training_envs(config, seed)
+    model = Reinforce(config.policy, env, seed=seed, device="cpu", **config.algorithm_kwargs())
+    clock = {"collection": 0.0, "policy step": 0.0, "critic fit": 0.0}
+    model.collect_rollouts = timed(clock, "collection", model.collect_rollouts)  # type: ignore[method-assign]
+    model._fit_critic = timed(clock, "critic fit", model._fit_critic)  # type: ignore[method-assign]
+    train = model.train
+
+    def train_without_fit() -> None:
+        before = clock["critic fit"]
+        start = time.process_time()
+        train()
+        clock["policy step"] += time.process_time() - start - (clock["critic fit"] - before)
+
+    model.train = train_without_fit  # type: ignore[method-assign]
+    start = time.process_time()
+    model.learn(steps)
+    clock["other (SB3's loop, logging)"] = time.process_time() - start - sum(clock.values())
+    return clock, model.num_timesteps
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--env", required=True, help="a zoo env id with a Reinforce entry")
+    parser.add_argument("--steps", type=int, default=100_000, help="env steps to train (default: 100,000)")
+    args = parser.parse_args(argv)
+    clock, taken = breakdown(args.env, args.steps)
+    total = sum(clock.values())
+    lines = [
+        f"Where the CPU time of the Reinforce entry for {args.env} goes: {taken:,} steps from scratch, seed 0, "
+        f"1 torch thread, {cpu_model()}. `python benchmarks/cost_breakdown.py --env {args.env} --steps {args.steps}`",
+        "",
+        "| phase | CPU (s) | share |",
+        "|---|---:|---:|",
+        *(f"| {phase} | {seconds:.1f} | {seconds / total:.0%} |" for phase, seconds in clock.items()),
+        f"| total | {total:.1f} | 100% |",
+        "",
+        f"At this rate 1e6 steps take {total / taken * 1e6:,.0f} s of CPU.",
+    ]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"cost_breakdown_{args.env}.md").write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
