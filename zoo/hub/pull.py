@@ -150,8 +150,7 @@ def load_from_hub(
     try:
         if not (folder / MANIFEST_FILE).is_file():
             raise ZooError(
-                f"it has no {MANIFEST_FILE}, so its files cannot be verified (pushed by an older sb3-reinforce? "
-                "push it again)"
+                f"it has no {MANIFEST_FILE}, so its files cannot be verified: it was not pushed by `python -m zoo push`"
             )
         manifest = parse_manifest(read_json(folder / MANIFEST_FILE))
         verify_file(folder, CONFIG_JSON, manifest)
