@@ -20,9 +20,9 @@ DEFAULT_VIDEO_LENGTH = 1000
 # minutes to record. Its replays keep the first 200 frames at 240x240 (about 10 s of video, 30 s to record).
 MUJOCO_VIDEO_LENGTH = 200
 MUJOCO_FRAME_SIZE = {"width": 240, "height": 240}
-# The tasks whose default camera stays where the episode started, so a good agent runs out of the picture in a
-# second: they film from the model's own "track" camera, which follows the body.
-MUJOCO_TRACKING_CAMERA = {"HalfCheetah": "track", "Swimmer": "track", "Ant": "track"}
+# The locomotion tasks: their default camera does not keep up with a good agent, which runs out of the picture.
+# They film from the model's own "track" camera, which follows the body's centre of mass.
+MUJOCO_TRACKING_CAMERA = {name: "track" for name in ("HalfCheetah", "Hopper", "Walker2d", "Swimmer", "Ant")}
 
 
 def is_mujoco(env_id: str) -> bool:
