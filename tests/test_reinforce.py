@@ -238,8 +238,8 @@ def test_every_supported_space_learns_briefly(
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"gamma": 1.5}, "gamma must be in"),
-        ({"gamma": -0.1}, "gamma must be in"),
+        ({"gamma": 1.5}, "gamma must be a number in"),
+        ({"gamma": -0.1}, "gamma must be a number in"),
         ({"n_episodes": 1}, r"n_episodes must be an integer in \[2, 100,000\]"),
         ({"n_episodes": 2.5}, r"n_episodes must be an integer in \[2, 100,000\]"),
         ({"ent_coef": -0.01}, "ent_coef must be a finite number >= 0 or a schedule"),
@@ -247,7 +247,7 @@ def test_every_supported_space_learns_briefly(
         ({"ent_coef": "0.01"}, "ent_coef must be a finite number >= 0 or a schedule"),
         ({"baseline": "median"}, "baseline must be one of"),
         ({"baseline": "mean", "gae_lambda": 0.95}, "gae_lambda=0.95 needs baseline='value'"),
-        ({"gae_lambda": 1.5}, "gae_lambda must be in"),
+        ({"gae_lambda": 1.5}, "gae_lambda must be a number in"),
         ({"vf_coef": -1.0}, "vf_coef must be >= 0"),
         ({"max_grad_norm": 0.0}, "max_grad_norm must be > 0"),
         ({"learning_rate": -1e-3}, "learning_rate must be > 0"),

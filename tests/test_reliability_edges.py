@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import socket
 import subprocess
 import sys
@@ -204,3 +205,29 @@ def test_a_retry_taken_over_from_a_dead_worker_is_not_this_workers_failure(
     study = optuna.load_study(study_name="dead", storage=JournalStorage(JournalFileBackend(str(journal))))
     states = [trial.state for trial in study.trials]
     assert states == [TrialState.FAIL, TrialState.COMPLETE]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"gamma": "0.99"}, "gamma must be a number in [0, 1], got '0.99'"),
+        ({"gae_lambda": True}, "gae_lambda must be a number in [0, 1], got True"),
+        ({"stats_window_size": -1}, "stats_window_size must be an integer >= 1"),
+        ({"stats_window_size": 0}, "stats_window_size must be an integer >= 1"),
+        ({"device": "gpu7"}, "device must be 'auto', 'cpu', 'cuda', 'cuda:N' or a torch.device, got 'gpu7'"),
+    ],
+    ids=lambda value: value if isinstance(value, str) else next(iter(value)),
+)
+def test_the_librarys_arguments_fail_with_their_name_before_any_step(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Reinforce("MlpPolicy", DummyVecEnv([lambda: ScriptedEnv([3])]), **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", ["gamma=abc", "stats_window_size=-1"])
+def test_a_bad_hyperparameter_is_one_line_in_the_zoo(
+    value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["train", "--env", "CartPole-v1", "--n-timesteps", "100", "--log-folder", str(tmp_path / "logs")]
+    assert cli([*argv, "--no-progress-bar", "--verbose", "0", "--hyperparams", value]) == 2
+    assert "bad hyperparameters for reinforce on CartPole-v1" in one_error_line(capsys)
+    assert not (tmp_path / "logs").exists()

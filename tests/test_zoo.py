@@ -217,7 +217,7 @@ def test_normalized_continuous_run_saves_statistics(tmp_path: Path, capsys: pyte
         (["train", "--env", "NoSuchEnv-v0"], "error: unknown env id 'NoSuchEnv-v0'"),
         (
             ["train", "--env", "CartPole-v1", "--hyperparams", "gamma=2", "--n-timesteps", "10", "--verbose", "0"],
-            "error: bad hyperparameters for reinforce on CartPole-v1: gamma must be in [0, 1], got 2",
+            "error: bad hyperparameters for reinforce on CartPole-v1: gamma must be a number in [0, 1], got 2",
         ),
         (["train", "--env", "CartPole-v1", "--variant", "nope"], "error: no variant 'nope' for CartPole-v1"),
         (["evaluate", "--env", "CartPole-v1", "--model", "missing.zip"], "error: model file not found: missing.zip"),

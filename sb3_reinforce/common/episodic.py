@@ -94,6 +94,16 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
             max_episode_steps >= 1
         ):
             raise ValueError(f"max_episode_steps must be an integer >= 1, got {max_episode_steps!r}")
+        window = kwargs.get("stats_window_size", 100)
+        if not (isinstance(window, (int, np.integer)) and not isinstance(window, bool) and window >= 1):
+            raise ValueError(f"stats_window_size must be an integer >= 1 (episodes averaged), got {window!r}")
+        device = kwargs.get("device", "auto")
+        try:
+            th.device("cpu" if device == "auto" else device)
+        except (RuntimeError, TypeError):
+            raise ValueError(
+                f"device must be 'auto', 'cpu', 'cuda', 'cuda:N' or a torch.device, got {device!r}"
+            ) from None
         if "n_steps" in kwargs:
             raise TypeError("n_steps is not an argument of an episodic algorithm: its batches are n_episodes episodes")
         self.n_episodes = int(n_episodes)

@@ -25,6 +25,11 @@ def _check(condition: bool, message: str) -> None:
         raise ValueError(message)
 
 
+def _is_real(value: Any) -> bool:
+    """A real number (a bool or a string is not one, though Python compares them with numbers or raises)."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+
+
 def _positive_finite(value: Any) -> bool:
     if isinstance(value, (str, bytes, bool)):  # float() would accept "1e-3" and True
         return False
@@ -183,9 +188,12 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         _init_setup_model: bool = True,
     ) -> None:
         # Validated before the base class builds (or steps) any env; it checks n_episodes and max_episode_steps.
-        _check(0.0 <= gamma <= 1.0, f"gamma must be in [0, 1], got {gamma!r}")
+        _check(_is_real(gamma) and 0.0 <= gamma <= 1.0, f"gamma must be a number in [0, 1], got {gamma!r}")
         _check(baseline in BASELINES, f"baseline must be one of {BASELINES}, got {baseline!r}")
-        _check(0.0 <= gae_lambda <= 1.0, f"gae_lambda must be in [0, 1], got {gae_lambda!r}")
+        _check(
+            _is_real(gae_lambda) and 0.0 <= gae_lambda <= 1.0,
+            f"gae_lambda must be a number in [0, 1], got {gae_lambda!r}",
+        )
         _check(
             baseline == "value" or gae_lambda == 1.0,
             f"gae_lambda={gae_lambda!r} needs baseline='value' (got baseline={baseline!r}); leave it at 1.0",
