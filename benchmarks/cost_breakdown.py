@@ -14,9 +14,10 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch as th
+from stable_baselines3.common.callbacks import BaseCallback
 
 from sb3_reinforce import Reinforce
 from zoo.config import get_config, training_envs
@@ -36,8 +37,26 @@ def timed(clock: dict[str, float], phase: str, function: Callable[..., Any]) -> 
     return wrapper
 
 
-def breakdown(env_id: str, steps: int, seed: int = 0) -> tuple[dict[str, float], int]:
-    """CPU seconds per phase of ``steps`` steps of the zoo's Reinforce entry for ``env_id``, and the steps taken."""
+class UnusedSteps(BaseCallback):
+    """Adds up the steps each collection took and those no update used (an env past its quota of episodes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.collected = self.unused = 0
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        buffer = cast(Reinforce, self.model).rollout_buffer
+        steps = buffer.n_steps * buffer.n_envs
+        self.collected += steps
+        self.unused += round(buffer.unused_fraction() * steps)
+
+
+def breakdown(env_id: str, steps: int, seed: int = 0) -> tuple[dict[str, float], int, float]:
+    """CPU seconds per phase of ``steps`` steps of the zoo's Reinforce entry for ``env_id``, the steps taken, and
+    the share of the collected steps that no update used."""
     th.set_num_threads(1)
     config = get_config("reinforce", env_id, {"n_timesteps": steps})
     env, _ = training_envs(config, seed)
@@ -54,10 +73,11 @@ def breakdown(env_id: str, steps: int, seed: int = 0) -> tuple[dict[str, float],
         clock["policy step"] += time.process_time() - start - (clock["critic fit"] - before)
 
     model.train = train_without_fit  # type: ignore[method-assign]
+    unused = UnusedSteps()
     start = time.process_time()
-    model.learn(steps)
+    model.learn(steps, callback=unused)
     clock["other (SB3's loop, logging)"] = time.process_time() - start - sum(clock.values())
-    return clock, model.num_timesteps
+    return clock, model.num_timesteps, unused.unused / max(unused.collected, 1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env", required=True, help="a zoo env id with a Reinforce entry")
     parser.add_argument("--steps", type=int, default=100_000, help="env steps to train (default: 100,000)")
     args = parser.parse_args(argv)
-    clock, taken = breakdown(args.env, args.steps)
+    clock, taken, unused = breakdown(args.env, args.steps)
     total = sum(clock.values())
     lines = [
         f"Where the CPU time of the Reinforce entry for {args.env} goes: {taken:,} steps from scratch, seed 0, "
@@ -76,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         *(f"| {phase} | {seconds:.1f} | {seconds / total:.0%} |" for phase, seconds in clock.items()),
         f"| total | {total:.1f} | 100% |",
         "",
-        f"At this rate 1e6 steps take {total / taken * 1e6:,.0f} s of CPU.",
+        f"At this rate 1e6 steps take {total / taken * 1e6:,.0f} s of CPU. {unused:.1%} of the collected steps "
+        "were used by no update (`rollout/unused_frac`: envs stepped past their quota of episodes while another "
+        "finished its own).",
     ]
     text = "\n".join(lines) + "\n"
     print(text)
