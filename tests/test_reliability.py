@@ -140,9 +140,19 @@ def test_an_infinite_learning_rate_is_refused() -> None:
         Reinforce("MlpPolicy", "CartPole-v1", learning_rate=float("inf"))
 
 
-@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+@pytest.mark.parametrize(
+    ("bad", "error", "message"),
+    [
+        (float("nan"), FloatingPointError, r"non-finite (critic )?learning rate \(nan\) at update 1"),
+        (float("inf"), FloatingPointError, r"non-finite (critic )?learning rate \(inf\) at update 1"),
+        (-1e-3, ValueError, r"schedule gave -0\.001 at update 1 .* must stay >= 0"),  # gradient ascent
+    ],
+    ids=["nan", "inf", "negative"],
+)
 @pytest.mark.parametrize("which", ["learning_rate", "vf_learning_rate"])
-def test_a_schedule_that_turns_nan_raises_before_the_parameters_change(which: str, bad: float) -> None:
+def test_a_schedule_that_turns_bad_raises_before_the_parameters_change(
+    which: str, bad: float, error: type[Exception], message: str
+) -> None:
     def schedule(progress: float) -> float:
         return 1e-3 if progress >= 1.0 else bad  # fine for building the optimizers, bad at the first update
 
@@ -151,7 +161,7 @@ def test_a_schedule_that_turns_nan_raises_before_the_parameters_change(which: st
         **{which: schedule},
     )  # fmt: skip
     before = policy_state(model)
-    with pytest.raises(FloatingPointError, match=r"non-finite (critic )?learning rate \((nan|inf)\) at update 1"):
+    with pytest.raises(error, match=message):
         model.learn(60)
     assert_unchanged(model, before)
 
