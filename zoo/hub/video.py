@@ -22,7 +22,7 @@ MUJOCO_VIDEO_LENGTH = 200
 MUJOCO_FRAME_SIZE = {"width": 240, "height": 240}
 # The locomotion tasks: their default camera does not keep up with a good agent, which runs out of the picture.
 # They film from the model's own "track" camera, which follows the body's centre of mass.
-MUJOCO_TRACKING_CAMERA = {name: "track" for name in ("HalfCheetah", "Hopper", "Walker2d", "Swimmer", "Ant")}
+MUJOCO_TRACKING_CAMERA = dict.fromkeys(("HalfCheetah", "Hopper", "Walker2d", "Swimmer", "Ant"), "track")
 
 
 def is_mujoco(env_id: str) -> bool:
