@@ -8,6 +8,7 @@ second, and the table gives medians and the ratios that matter (Reinforce / A2C,
 - a2c: ``A2C("MlpPolicy", env)`` (SB3 defaults) ``.learn``
 - ppo: ``PPO`` with rl-baselines3-zoo's tuned CartPole-v1 hyperparameters ``.learn``
 - reinforce: ``Reinforce`` with the zoo's CartPole-v1 hyperparameters ``.learn`` (collection and updates)
+- reinforce_default: ``Reinforce("MlpPolicy", env)``, the constructor's defaults (the fitted critic, 80 passes)
 
 A warm-up round of 4,000 steps per contender runs first and is not timed (one-off costs such as numba's
 compile of the return kernels, ~0.3 s with a warm cache, are not throughput).
@@ -79,6 +80,9 @@ def contenders(seed: int) -> dict[str, Callable[[str, int], float]]:
         "reinforce": lambda env_id, steps: training(
             lambda env: Reinforce("MlpPolicy", env, seed=seed, device="cpu", **reinforce_kwargs), env_id, steps, seed
         ),
+        "reinforce_default": lambda env_id, steps: training(
+            lambda env: Reinforce("MlpPolicy", env, seed=seed, device="cpu"), env_id, steps, seed
+        ),
     }
 
 
@@ -109,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
                 "reinforce_over_a2c": round(medians["reinforce"] / medians["a2c"], 2),
                 "reinforce_over_ppo": round(medians["reinforce"] / medians["ppo"], 2),
                 "reinforce_over_raw": round(medians["reinforce"] / medians["raw"], 2),
+                "default_over_a2c": round(medians["reinforce_default"] / medians["a2c"], 2),
+                "default_over_raw": round(medians["reinforce_default"] / medians["raw"], 2),
             }
         )
     out = Path(args.out)
@@ -122,13 +128,15 @@ def main(argv: list[str] | None = None) -> int:
         f"torch {th.__version__}, SB3 {stable_baselines3.__version__}, sb3-reinforce {sb3_reinforce.__version__}"
     )
     lines = [
-        "| env | raw steps/s | A2C | PPO | Reinforce | Reinforce / A2C | Reinforce / PPO | Reinforce / raw |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| env | raw steps/s | A2C | PPO | Reinforce | Reinforce / A2C | Reinforce / PPO | Reinforce / raw "
+        "| Reinforce defaults | defaults / A2C | defaults / raw |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     lines += [
         f"| {r['env']} | {r['raw_steps_per_s']:,} | {r['a2c_steps_per_s']:,} | {r['ppo_steps_per_s']:,} | "
         f"{r['reinforce_steps_per_s']:,} | {r['reinforce_over_a2c']} | {r['reinforce_over_ppo']} | "
-        f"{r['reinforce_over_raw']} |"
+        f"{r['reinforce_over_raw']} | {r['reinforce_default_steps_per_s']:,} | {r['default_over_a2c']} | "
+        f"{r['default_over_raw']} |"
         for r in rows
     ]
     text = "\n".join(
