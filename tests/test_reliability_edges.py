@@ -218,3 +218,11 @@ def test_a_bad_hyperparameter_is_one_line_in_the_zoo(
     assert cli([*argv, "--no-progress-bar", "--verbose", "0", "--hyperparams", value]) == 2
     assert "bad hyperparameters for reinforce on CartPole-v1" in one_error_line(capsys)
     assert not (tmp_path / "logs").exists()
+
+
+def test_report_of_a_missing_sqlite_database_creates_none(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    database = tmp_path / "missing.db"
+    argv = ["tune", "--env", "CartPole-v1", "--storage", f"sqlite:///{database}", "--report"]
+    assert cli(argv) == 2
+    assert f"the SQLite database {database} does not exist" in one_error_line(capsys)
+    assert not database.exists()

@@ -115,6 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     reading = args.report or args.export is not None
     if reading and spec.url is None and not Path(str(spec.journal)).is_file():
         raise ZooError(f"no study {study_name!r}: {spec.journal} does not exist (--study, --log-folder, --storage?)")
+    database = spec.sqlite_file()
+    if reading and database is not None and not database.is_file():
+        # Opening a SQLite URL creates the file: reading a study must not leave an empty database behind.
+        raise ZooError(f"no study {study_name!r}: the SQLite database {database} does not exist (--storage?)")
     storage = spec.open()
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # each finished trial gets one line from Progress instead
 

@@ -119,6 +119,15 @@ class StorageSpec:
         except Exception:
             return self.url.split("://", 1)[0] + "://..."
 
+    def sqlite_file(self) -> Path | None:
+        """The file of a SQLite URL (``sqlite:///path``), or None for any other storage or an in-memory database."""
+        if self.url is None or not self.url.startswith("sqlite"):
+            return None
+        from sqlalchemy.engine import make_url
+
+        database = make_url(self.url).database
+        return Path(database) if database and database != ":memory:" else None
+
     def open(self) -> BaseStorage:
         """The Optuna storage; one ZooError naming the storage when it cannot be opened."""
         if self.url is None:
