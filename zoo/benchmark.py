@@ -35,7 +35,7 @@ import numpy as np
 import yaml
 
 from zoo.algos import ALGOS
-from zoo.config import check_env_id, get_config, known_env_ids, load_file
+from zoo.config import check_budget_flag, check_env_id, get_config, known_env_ids, load_file
 from zoo.errors import ZooError, first_line
 from zoo.folders import move_into_place
 from zoo.measure import FINAL_EVAL_EPISODES, measured_run
@@ -331,8 +331,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ZooError(f"unknown baseline {algo!r}; known: {', '.join(a for a in ALGOS if a != 'reinforce')}")
     if args.envs == []:
         raise ZooError("--envs needs at least one env id (leave it out for every env of reinforce.yml)")
-    if args.n_timesteps is not None and args.n_timesteps < 1:
-        raise ZooError(f"--n-timesteps must be >= 1 (leave it out for the tuned budgets), got {args.n_timesteps}")
+    check_budget_flag(args.n_timesteps)
     envs = args.envs or (QUICK_ENVS if args.quick else known_env_ids())
     seeds = args.seeds if args.seeds is not None else (2 if args.quick else 5)
     n_timesteps = args.n_timesteps or (QUICK_TIMESTEPS if args.quick else None)

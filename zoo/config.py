@@ -241,6 +241,12 @@ def _check_value(key: str, value: Any, source: str) -> None:
         raise ZooError(f"{source}: {key} must be finite, got {value!r}")
 
 
+def check_budget_flag(n_timesteps: int | None) -> None:
+    """``--n-timesteps`` as the commands take it: None (the entry's budget) or >= 1 (0 is not "the default")."""
+    if n_timesteps is not None and n_timesteps < 1:
+        raise ZooError(f"--n-timesteps must be >= 1 (leave it out for the entry's budget), got {n_timesteps}")
+
+
 def check_seed(seed: Any, name: str = "seed") -> int:
     """``seed`` as numpy and gymnasium take it: an integer in [0, 2**32 - 1]; one ZooError naming ``name``."""
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:

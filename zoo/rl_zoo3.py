@@ -39,7 +39,7 @@ ALGO = "reinforce"
 # rl_zoo3's modules that are commands (run as their own ``__main__``, as ``python -m rl_zoo3.train`` does).
 COMMANDS = ("train", "enjoy", "record_video")
 # This module, as rl_zoo3's --conf-file: it reads the attribute ``hyperparams`` of a python package.
-CONF_MODULE = __spec__.name if __spec__ is not None and __spec__.name != "__main__" else "zoo.rl_zoo3"
+CONF_MODULE = "zoo.rl_zoo3"
 
 
 def rl_zoo3_entry(env_id: str) -> dict[str, Any]:

@@ -20,7 +20,16 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize, sync_envs_normalization
 
 from zoo.algos import ALGOS
-from zoo.config import RunConfig, check_env_id, check_seed, get_config, make_model, safe_yaml, training_envs
+from zoo.config import (
+    RunConfig,
+    check_budget_flag,
+    check_env_id,
+    check_seed,
+    get_config,
+    make_model,
+    safe_yaml,
+    training_envs,
+)
 from zoo.errors import ZooError, first_line
 from zoo.evaluate import evaluate_episodes
 from zoo.folders import write_atomically
@@ -216,8 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         value = getattr(args, name)
         if value is not None and value < 1:
             raise ZooError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
-    if args.n_timesteps is not None and args.n_timesteps < 1:
-        raise ZooError(f"--n-timesteps must be >= 1 (leave it out for the tuned budget), got {args.n_timesteps}")
+    check_budget_flag(args.n_timesteps)
     overrides = parse_overrides(args.hyperparams)
     if args.n_timesteps is not None:
         overrides["n_timesteps"] = args.n_timesteps

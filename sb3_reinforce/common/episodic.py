@@ -56,6 +56,11 @@ def check_finite_observations(observations: Any, num_timesteps: int) -> None:
 MAX_EPISODES = 100_000
 
 
+def _is_integer(value: Any) -> bool:
+    """An integer (numpy's included); a bool is not one, though Python counts it as an int."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
 def episode_quotas(n_episodes: int, n_envs: int) -> np.ndarray:
     """Episodes each env contributes: ``n_episodes`` split over ``n_envs``, the first ones taking the remainder."""
     quotas = np.full(n_envs, n_episodes // n_envs, dtype=np.int64)
@@ -83,19 +88,15 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         self, *args: Any, n_episodes: int, max_episode_steps: int, use_fast_actor: bool = True, **kwargs: Any
     ) -> None:
         # Checked before SB3's constructor makes (or steps) any env.
-        if not (isinstance(n_episodes, (int, np.integer)) and not isinstance(n_episodes, bool)) or not (
-            2 <= n_episodes <= MAX_EPISODES
-        ):
+        if not (_is_integer(n_episodes) and 2 <= n_episodes <= MAX_EPISODES):
             raise ValueError(
                 f"n_episodes must be an integer in [2, {MAX_EPISODES:,}] (one episode's gradient random-walks; "
                 f"a batch is held in memory), got {n_episodes!r}"
             )
-        if not (isinstance(max_episode_steps, (int, np.integer)) and not isinstance(max_episode_steps, bool)) or not (
-            max_episode_steps >= 1
-        ):
+        if not (_is_integer(max_episode_steps) and max_episode_steps >= 1):
             raise ValueError(f"max_episode_steps must be an integer >= 1, got {max_episode_steps!r}")
         window = kwargs.get("stats_window_size", 100)
-        if not (isinstance(window, (int, np.integer)) and not isinstance(window, bool) and window >= 1):
+        if not (_is_integer(window) and window >= 1):
             raise ValueError(f"stats_window_size must be an integer >= 1 (episodes averaged), got {window!r}")
         device = kwargs.get("device", "auto")
         try:

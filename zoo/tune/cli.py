@@ -21,7 +21,7 @@ import optuna
 import yaml
 
 from zoo.algos import ALGOS
-from zoo.config import check_env_id, get_config
+from zoo.config import check_budget_flag, check_env_id, get_config
 from zoo.errors import ZooError
 from zoo.runs import env_slug
 from zoo.train import parse_overrides
@@ -103,8 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("trials", "jobs", "seeds"):
         if getattr(args, name) < 1:
             raise ZooError(f"--{name} must be >= 1, got {getattr(args, name)}")
-    if args.n_timesteps is not None and args.n_timesteps < 1:
-        raise ZooError(f"--n-timesteps must be >= 1 (leave it out for the entry's budget), got {args.n_timesteps}")
+    check_budget_flag(args.n_timesteps)
     if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout >= 0):
         raise ZooError(f"--timeout must be a number of seconds >= 0, got {args.timeout}")
     study_name = args.study or f"{args.algo}-{env_slug(args.env)}"
