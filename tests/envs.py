@@ -46,6 +46,29 @@ class ScriptedEnv(gym.Env[np.ndarray, int]):
         return self._obs(), reward, over and not truncated, truncated, {}
 
 
+class CoinLengthEnv(gym.Env[np.ndarray, int]):
+    """Episodes of ``short`` or ``long`` steps, drawn with even odds at each reset; reward 1 a step, so an
+    episode's return is its length and the expected return is ``(short + long) / 2``."""
+
+    observation_space = spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
+    action_space = spaces.Discrete(2)
+
+    def __init__(self, short: int = 1, long: int = 9) -> None:
+        self.choices = (short, long)
+        self.length = short
+        self.t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.length = self.choices[int(self.np_random.integers(2))]
+        self.t = 0
+        return np.zeros(1, dtype=np.float32), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.t += 1
+        return np.zeros(1, dtype=np.float32), 1.0, self.t >= self.length, False, {}
+
+
 class NeverEndingEnv(gym.Env[np.ndarray, int]):
     observation_space = spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
     action_space = spaces.Discrete(2)

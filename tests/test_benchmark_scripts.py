@@ -87,6 +87,13 @@ def test_render_mode_plays_the_same_lunar_lander_trajectories_rendered_or_not(
     capsys.readouterr()
 
 
+def test_quota_rows_is_the_longest_envs_total(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = load_script("cost_breakdown", monkeypatch)
+    # 5 episodes over 2 envs: quotas 3 and 2, so env 0 steps 1 + 9 + 9 and env 1 steps 1 + 5.
+    assert module.quota_rows([1, 9, 9, 1, 5], 2) == 19
+    assert module.quota_rows([4, 4], 4) == 4
+
+
 def test_cost_breakdown_accounts_for_the_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -8,8 +8,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_reinforce import Reinforce
 from sb3_reinforce.common.advantages import reward_to_go
-from sb3_reinforce.common.episodic import episode_quotas
-from tests.envs import ScriptedEnv
+from sb3_reinforce.common.episodic import first_episodes
+from tests.envs import CoinLengthEnv, ScriptedEnv
 from tests.helpers import batch_episodes, collect
 
 
@@ -35,10 +35,9 @@ def scripted_model(lengths: list[list[int]], n_episodes: int, gamma: float, **kw
     )
 
 
-def test_quotas_split_evenly() -> None:
-    assert episode_quotas(16, 8).tolist() == [2] * 8
-    assert episode_quotas(5, 3).tolist() == [2, 2, 1]
-    assert episode_quotas(2, 4).tolist() == [1, 1, 0, 0]
+def test_first_episodes_one_per_env_while_they_last() -> None:
+    assert first_episodes(16, 8).tolist() == [1] * 8
+    assert first_episodes(2, 4).tolist() == [1, 1, 0, 0]
 
 
 def test_returns_known_answer_two_envs() -> None:
@@ -88,7 +87,37 @@ def test_returns_match_a_per_episode_loop(gamma: float) -> None:
         assert len(set(observations[:, 0].tolist())) == 1
 
 
-def test_episodes_after_the_quota_are_not_used() -> None:
+def test_an_env_whose_episodes_end_early_takes_the_next_episodes() -> None:
+    # env 0's episodes last 1 step, env 1's 6. Episodes are dealt as they start: env 0 starts the 2nd at t=1 and
+    # the 3rd at t=2, env 1 runs its single one to t=5. Fixed quotas of 2 each would have stepped 12 rows.
+    model = scripted_model([[1], [6]], n_episodes=4, gamma=0.9)
+    collect(model)
+    buffer = model.rollout_buffer
+    assert buffer.n_steps == 6
+    assert buffer.valid_len.tolist() == [3, 6]
+    assert len(batch_episodes(model)) == 4
+    assert buffer.unused_fraction() == pytest.approx(3 / 12)
+
+
+def test_batches_do_not_favour_short_episodes() -> None:
+    # Episodes of 1 or 9 steps at even odds, return = length: the batch mean must average 5. Taking the first
+    # 6 episodes to finish out of 4 envs would average about 3.8 (short ones end first). Over 1,500 batches the
+    # mean's standard error is about 0.04; the bound is six of them.
+    env = DummyVecEnv([CoinLengthEnv] * 4)
+    model = Reinforce(
+        "MlpPolicy", env, n_episodes=6, baseline="none", seed=0, device="cpu", policy_kwargs={"net_arch": [4]}
+    )
+    _, callback = model._setup_learn(10**9, None)
+    means = []
+    for _ in range(1500):
+        assert model.collect_rollouts(env, callback, model.rollout_buffer)
+        episodes = batch_episodes(model)
+        assert len(episodes) == 6
+        means.append(np.mean([len(rewards) for _, _, rewards in episodes]))
+    assert abs(np.mean(means) - 5.0) < 0.25
+
+
+def test_episodes_after_the_last_one_dealt_are_not_used() -> None:
     # env 0 finishes its single episode at once; env 1 takes 6 steps: env 0's steps 1..5 are wasted.
     model = scripted_model([[1], [6]], n_episodes=2, gamma=0.9)
     collect(model)

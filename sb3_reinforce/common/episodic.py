@@ -6,13 +6,18 @@ VecEnvs, callbacks, logger, save/load) and replaces the collection.
 
 How a batch of ``n_episodes`` episodes is collected without bias:
 
-Every collection starts from a fresh ``env.reset()``, and each env gets a fixed quota of episodes decided
-before any step (``n_episodes`` split as evenly as possible over the envs). Taking instead "the first
-``n_episodes`` episodes to finish" would over-sample short episodes, since they finish first. An env that has
-met its quota keeps being stepped (a VecEnv steps all its envs at once) until the last env meets its own; those
-steps are counted in ``num_timesteps`` but used in no update, and their share is logged as
-``rollout/unused_frac``. Episodes still running when the parameters change are discarded, never reused: every
-transition of an update comes from the parameters it updates.
+Every collection starts from a fresh ``env.reset()``, and episodes are dealt out as they *start*: each env
+starts one counted episode (only the first ``n_episodes`` envs when there are fewer episodes than envs), and an
+env that ends a counted episode starts another counted one while fewer than ``n_episodes`` have been started.
+Taking instead "the first ``n_episodes`` episodes to *finish*" would over-sample short episodes, since they
+finish first. Dealing at the start is unbiased: whether an episode counts is decided before its first step,
+from the other episodes' past only, and an episode once counted is never dropped, so each counted episode is a
+fresh draw of the current policy and the batch mean has the policy's expectation (Wald's identity; the count is
+exactly ``n_episodes``). It also wastes less than fixed per-env quotas, where an env whose episodes fall early
+waits on the slowest env's whole quota: here an env only waits for the last episodes still running. Those idle
+steps (a VecEnv steps all its envs at once) are counted in ``num_timesteps`` but used in no update, and their
+share is logged as ``rollout/unused_frac``. Episodes still running when the parameters change are discarded,
+never reused: every transition of an update comes from the parameters it updates.
 
 Reproducibility: the algorithm owns one numpy generator, ``_rng``, saved with the model. Every collection seeds
 the env's reset (and, on the torch path, torch's generator) from it, and it draws the actions of the numpy actor
@@ -61,11 +66,11 @@ def _is_integer(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
-def episode_quotas(n_episodes: int, n_envs: int) -> np.ndarray:
-    """Episodes each env contributes: ``n_episodes`` split over ``n_envs``, the first ones taking the remainder."""
-    quotas = np.full(n_envs, n_episodes // n_envs, dtype=np.int64)
-    quotas[: n_episodes % n_envs] += 1
-    return quotas
+def first_episodes(n_episodes: int, n_envs: int) -> np.ndarray:
+    """Counted episodes each env starts at the reset: one each, or one for the first ``n_episodes`` envs."""
+    dealt = np.zeros(n_envs, dtype=np.int64)
+    dealt[: min(n_episodes, n_envs)] = 1
+    return dealt
 
 
 class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
@@ -220,7 +225,10 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
             actor.discard_noise()
         buffer = rollout_buffer
         buffer.reset()
-        quotas = episode_quotas(self.n_episodes, env.num_envs)
+        # dealt[i]: counted episodes env i has started; finished[i]: those it has ended. Env i runs a counted
+        # episode while finished[i] < dealt[i]; once equal with nothing left to deal, its steps go unused.
+        dealt = first_episodes(self.n_episodes, env.num_envs)
+        n_dealt = int(dealt.sum())
         finished = np.zeros(env.num_envs, dtype=np.int64)
         episode_start = np.zeros(env.num_envs, dtype=np.int64)
         box_actions = isinstance(self.action_space, spaces.Box)
@@ -229,7 +237,7 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
             self.policy.reset_noise(env.num_envs)
         callback.on_rollout_start()
         num_envs = env.num_envs
-        unmet = int((quotas > 0).sum())
+        unmet = n_dealt
         dict_obs = isinstance(buffer.observations, dict)
         # The buffer keeps each env's action flat; callbacks and the env see SB3's shape, (n_envs, *action shape).
         action_shape: tuple[int, ...] = (num_envs, *(self.action_space.shape or ()))
@@ -274,23 +282,27 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
             if dones.any():
                 self._update_info_buffer(infos, dones)
                 for index in np.flatnonzero(dones):
-                    if finished[index] >= quotas[index]:
+                    if finished[index] >= dealt[index]:
                         continue
                     info = infos[index]
                     if info.get("TimeLimit.truncated", False) and info.get("terminal_observation") is not None:
                         buffer.truncations.append((t, int(index), info["terminal_observation"]))
                     finished[index] += 1
                     episode_start[index] = t + 1
-                    if finished[index] == quotas[index]:
+                    if n_dealt < self.n_episodes:
+                        # Decided before the new episode's first step: the choice cannot depend on its outcome.
+                        dealt[index] += 1
+                        n_dealt += 1
+                    else:
                         buffer.valid_len[index] = t + 1
                         unmet -= 1
-                counted = episode_start[finished < quotas]
+                counted = episode_start[finished < dealt]
                 oldest_start = int(counted.min()) if counted.size else t + 1
             observations = new_obs
             t += 1
             buffer.n_steps = t
             if t - oldest_start > self.max_episode_steps:
-                running = np.where(finished < quotas, t - episode_start, 0)
+                running = np.where(finished < dealt, t - episode_start, 0)
                 raise RuntimeError(
                     f"env {int(running.argmax())} has run {int(running.max())} steps without ending an "
                     f"episode (max_episode_steps={self.max_episode_steps}); wrap it in "
@@ -300,7 +312,7 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         self._last_obs = observations
         self.n_steps = t
         self.logger.record("rollout/unused_frac", buffer.unused_fraction())
-        self.logger.record("rollout/n_episodes", int(quotas.sum()))
+        self.logger.record("rollout/n_episodes", n_dealt)
         callback.update_locals(locals())
         callback.on_rollout_end()
         return True
