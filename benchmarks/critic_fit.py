@@ -1,13 +1,17 @@
-"""Ablation of the critic fit: how well the baseline explains the returns, and what the policy learns, against
-the number of critic passes per update (``vf_n_epochs``; 0 is the joint one-step update of A2C).
+"""Ablation of the critic fit: how well the baseline explains the returns, what the policy learns and what the
+fit costs, against how the critic is fitted each update: ``vf_n_epochs`` passes over the batch, full-batch
+(``80``) or in minibatches of ``vf_batch_size`` steps (``2x64``); ``0`` is the joint one-step update of A2C.
 
-Each run trains the zoo's entry for the env with only ``vf_n_epochs`` changed, logging every update's
-``train/explained_variance`` (the critic that made the advantages) and ``train/explained_variance_after_fit``.
-Reported per (env, vf_n_epochs, seed): the mean explained variance over the second half of training, before
-and after the fit, the final score (20 deterministic episodes) and the training wall-clock.
+Each run trains the zoo's entry for the env with only the fit changed, or with ``--defaults`` the constructor's
+defaults (``Reinforce("MlpPolicy", env)`` on a DummyVecEnv of 8 envs, ``--steps`` env steps), logging every
+update's ``train/explained_variance`` (the critic that made the advantages) and
+``train/explained_variance_after_fit``. Reported per (env, fit, seed): the mean explained variance over the second
+half of training, before and after the fit, the final score (20 deterministic episodes), and the training
+wall-clock and CPU time.
 
-Resumable: each finished run is saved to ``benchmarks/results/critic_fit/<env>/epochs<k>_seed<s>.json``.
-Usage: ``python benchmarks/critic_fit.py --env Pendulum-v1 --epochs 0 10 80 --seeds 0``.
+Resumable: each finished run is saved to ``benchmarks/results/critic_fit/<env>[_defaults]/<fit>_seed<s>.json``.
+Usage: ``python benchmarks/critic_fit.py --env Pendulum-v1 --fits 0 10 80 --seeds 0``, or
+``python benchmarks/critic_fit.py --env CartPole-v1 --defaults --steps 200000 --fits 80 2x64 --seeds 0 1 2``.
 """
 
 from __future__ import annotations
@@ -24,9 +28,11 @@ from typing import Any
 import numpy as np
 import torch as th
 from _common import resumable
+from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import sync_envs_normalization
 
+from sb3_reinforce import Reinforce
 from zoo.config import get_config, make_model, training_envs
 from zoo.evaluate import evaluate_episodes
 from zoo.machine import cpu_model
@@ -40,16 +46,42 @@ def second_half_mean(values: list[float]) -> float:
     return float(np.mean(finite)) if finite else float("nan")
 
 
-def run(env_id: str, epochs: int, seed: int) -> dict[str, Any]:
+DEFAULTS_N_ENVS = 8
+
+
+def parse_fit(text: str) -> tuple[int, int | None]:
+    """``"80"`` -> (80, None): full-batch passes; ``"2x64"`` -> (2, 64): passes in minibatches of 64 steps."""
+    epochs, _, batch = text.partition("x")
+    try:
+        return int(epochs), (int(batch) if batch else None)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a fit is EPOCHS or EPOCHSxBATCH (e.g. 80, 2x64), got {text!r}") from None
+
+
+def fit_name(fit: tuple[int, int | None]) -> str:
+    epochs, batch = fit
+    return f"epochs{epochs}" + ("" if batch is None else f"_batch{batch}")
+
+
+def run(env_id: str, fit: tuple[int, int | None], seed: int, defaults_steps: int | None = None) -> dict[str, Any]:
+    """One training run; with ``defaults_steps``, of the constructor's defaults for that many steps."""
     th.set_num_threads(1)
-    config = get_config("reinforce", env_id, {"vf_n_epochs": epochs})
-    env, eval_env = training_envs(config, seed)  # normalized as the entry says, as `zoo train` does
-    model = make_model(config, env, seed)
+    epochs, batch = fit
+    if defaults_steps is None:
+        config = get_config("reinforce", env_id, {"vf_n_epochs": epochs, "vf_batch_size": batch})
+        env, eval_env = training_envs(config, seed)  # normalized as the entry says, as `zoo train` does
+        model = make_model(config, env, seed)
+        budget = config.n_timesteps
+    else:
+        env = make_vec_env(env_id, DEFAULTS_N_ENVS, seed=seed)
+        eval_env = make_vec_env(env_id, 1, seed=seed + 10_000)
+        model = Reinforce("MlpPolicy", env, vf_n_epochs=epochs, vf_batch_size=batch, seed=seed, device="cpu")
+        budget = defaults_steps
     with tempfile.TemporaryDirectory() as folder:
         model.set_logger(configure(folder, ["csv"]))
-        start = time.perf_counter()
-        model.learn(config.n_timesteps)
-        seconds = time.perf_counter() - start
+        start, cpu_start = time.perf_counter(), time.process_time()
+        model.learn(budget)
+        seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
         with open(Path(folder) / "progress.csv", newline="") as handle:
             rows = list(csv.DictReader(handle))
 
@@ -61,11 +93,14 @@ def run(env_id: str, epochs: int, seed: int) -> dict[str, Any]:
     record = {
         "env_id": env_id,
         "vf_n_epochs": epochs,
+        "vf_batch_size": batch,
+        "defaults": defaults_steps is not None,
         "seed": seed,
         "n_timesteps": model.num_timesteps,
         "mean_reward": float(np.mean(scores)),
         "std_reward": float(np.std(scores)),
         "train_seconds": seconds,
+        "train_cpu_seconds": cpu_seconds,
         "explained_variance": second_half_mean(column("train/explained_variance")),
         "explained_variance_after_fit": second_half_mean(column("train/explained_variance_after_fit")),
         "cpu": cpu_model(),
@@ -77,25 +112,34 @@ def run(env_id: str, epochs: int, seed: int) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env", default="Pendulum-v1")
-    parser.add_argument("--epochs", type=int, nargs="+", default=[0, 10, 80])
+    parser.add_argument("--fits", "--epochs", type=parse_fit, nargs="+", default=[(0, None), (10, None), (80, None)])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--defaults", action="store_true", help="the constructor's defaults, not the zoo entry")
+    parser.add_argument("--steps", type=int, default=200_000, help="budget with --defaults (default: 200,000)")
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
-    folder = Path(args.out) / args.env
+    folder = Path(args.out) / (f"{args.env}_defaults" if args.defaults else args.env)
+    subject = (
+        f"the constructor's defaults, {DEFAULTS_N_ENVS} envs, {args.steps:,} steps" if args.defaults else "zoo entry"
+    )
     lines = [
-        f"Critic fit ablation on {args.env} (zoo entry, only vf_n_epochs changed; explained variance: mean over "
+        f"Critic fit ablation on {args.env} ({subject}; only the critic fit changed; explained variance: mean over "
         "the second half of training)",
         "",
-        "| vf_n_epochs | seed | explained variance before fit | after fit | final score | train s |",
-        "|---:|---:|---:|---:|---:|---:|",
+        "| vf_n_epochs | vf_batch_size | seed | explained variance before fit | after fit | final score | train s | "
+        "train CPU s |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for epochs in args.epochs:
+    for fit in args.fits:
         for seed in args.seeds:
-            record = resumable(folder / f"epochs{epochs}_seed{seed}.json", partial(run, args.env, epochs, seed))
+            path = folder / f"{fit_name(fit)}_seed{seed}.json"
+            steps = args.steps if args.defaults else None
+            record = resumable(path, partial(run, args.env, fit, seed, steps))
+            cpu = record.get("train_cpu_seconds")
             lines.append(
-                f"| {epochs} | {seed} | {record['explained_variance']:.2f} | "
+                f"| {fit[0]} | {fit[1] or 'full'} | {seed} | {record['explained_variance']:.2f} | "
                 f"{record['explained_variance_after_fit']:.2f} | {record['mean_reward']:.1f} | "
-                f"{record['train_seconds']:.0f} |"
+                f"{record['train_seconds']:.0f} | {'-' if cpu is None else f'{cpu:.0f}'} |"
             )
     print("\n".join(lines))
     return 0

@@ -294,6 +294,20 @@ def test_benchmark_quick_writes_the_table_and_resumes(tmp_path: Path, capsys: py
     assert "2 runs, 2 already done, 0 to do" in capsys.readouterr().out
 
 
+def test_benchmark_baselines_take_their_own_number_of_seeds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["benchmark", "--quick", "--seeds", "2", "--baselines", "a2c", "--baseline-seeds", "1", "--jobs", "1"]
+    assert cli([*argv, "--out", str(tmp_path), "--n-timesteps", "600"]) == 0
+    assert "3 runs, 0 already done, 3 to do" in capsys.readouterr().out
+    rows = list(csv.DictReader((tmp_path / "benchmark.csv").open()))
+    assert {row["algorithm"]: row["seeds"] for row in rows} == {"reinforce": "2", "a2c": "1"}
+    assert (
+        "python -m zoo benchmark --quick --seeds 2 --baselines a2c --baseline-seeds 1 --n-timesteps 600"
+        in (tmp_path / "benchmark.md").read_text()
+    )
+    assert cli([*argv[:6], "--baseline-seeds", "0", "--out", str(tmp_path)]) == 2
+    assert "--baseline-seeds" in capsys.readouterr().err
+
+
 def test_plot_range_leaves_out_the_untrained_outlier() -> None:
     from zoo.benchmark import curve_range
 

@@ -311,6 +311,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated SB3 algorithms to run alongside, e.g. "
         "a2c,ppo (rl-baselines3-zoo's hyperparameters; default: none)",
     )
+    parser.add_argument(
+        "--baseline-seeds", type=int, default=None, help="seeds 0..N-1 for the baselines (default: --seeds)"
+    )
     parser.add_argument("--n-timesteps", type=int, default=None, help="override every budget (default: tuned)")
     parser.add_argument(
         "--quick",
@@ -335,8 +338,9 @@ def main(argv: list[str] | None = None) -> int:
     envs = args.envs or (QUICK_ENVS if args.quick else known_env_ids())
     seeds = args.seeds if args.seeds is not None else (2 if args.quick else 5)
     n_timesteps = args.n_timesteps or (QUICK_TIMESTEPS if args.quick else None)
-    if seeds < 1 or args.jobs < 1:
-        raise ZooError("--seeds and --jobs must be >= 1")
+    baseline_seeds = seeds if args.baseline_seeds is None else args.baseline_seeds
+    if seeds < 1 or baseline_seeds < 1 or args.jobs < 1:
+        raise ZooError("--seeds, --baseline-seeds and --jobs must be >= 1")
     for env_id in envs:
         check_env_id(env_id)
     temporary = tempfile.mkdtemp(prefix="zoo-benchmark-") if args.quick and args.out is None else None
@@ -349,7 +353,8 @@ def main(argv: list[str] | None = None) -> int:
             if algo != "reinforce" and env_id not in load_file(algo):
                 print(f"skip {algo} on {env_id}: no published hyperparameters")
                 continue
-            tasks += [Task(algo, env_id, seed, n_timesteps, str(out)) for seed in range(seeds)]
+            algo_seeds = seeds if algo == "reinforce" else baseline_seeds
+            tasks += [Task(algo, env_id, seed, n_timesteps, str(out)) for seed in range(algo_seeds)]
     todo, records = plan(tasks)
     print(f"{len(tasks)} runs, {len(tasks) - len(todo)} already done, {len(todo)} to do with {args.jobs} workers")
     if todo:
@@ -366,8 +371,14 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m zoo benchmark" + (" --quick" if args.quick else "")
     if args.envs:
         command += " --envs " + " ".join(args.envs)
+    if args.seeds is not None:
+        command += f" --seeds {args.seeds}"
     if args.baselines:
         command += f" --baselines {args.baselines}"
+    if args.baseline_seeds is not None:
+        command += f" --baseline-seeds {args.baseline_seeds}"
+    if args.n_timesteps is not None:
+        command += f" --n-timesteps {args.n_timesteps}"
     write_table(rows, out, command, machines_line(records))
     plot_curves(records, out)
     print((out / "benchmark.md").read_text())
