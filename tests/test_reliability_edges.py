@@ -226,3 +226,90 @@ def test_report_of_a_missing_sqlite_database_creates_none(tmp_path: Path, capsys
     assert cli(argv) == 2
     assert f"the SQLite database {database} does not exist" in one_error_line(capsys)
     assert not database.exists()
+
+
+# ------------------------------------------------------------------------------------- paths of the wrong kind
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["benchmark", "--quick", "--out", "afile"], "--out afile: afile is a file, not a folder"),
+        (["benchmark", "--quick", "--out", "afile/results"], "--out afile/results: afile is a file, not a folder"),
+        (["tune", "--env", "CartPole-v1", "--log-folder", "afile"], "--log-folder afile: afile is a file"),
+        (["tune", "--env", "CartPole-v1", "--storage", "adir"], "--storage adir is a folder"),
+        (["tune", "--env", "CartPole-v1", "--storage", "afile/study.journal"], "afile is a file, not a folder"),
+        (["tune", "--env", "CartPole-v1", "--export", "adir"], "--export adir is a folder"),
+        (["tune", "--env", "CartPole-v1", "--export", "afile/entry.yml"], "afile is a file, not a folder"),
+        (["tune", "--env", "CartPole-v1", "--study", "x" * 300], "at most 128 characters"),
+    ],
+    ids=[
+        "out-file",
+        "out-under-file",
+        "log-folder-file",
+        "storage-dir",
+        "storage-under-file",
+        "export-dir",
+        "export-under-file",
+        "long-study",
+    ],
+)
+def test_a_path_of_the_wrong_kind_is_one_line(
+    argv: list[str], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("keep")
+    (tmp_path / "adir").mkdir()
+    assert cli([*argv, "--n-timesteps", "100"]) == 2
+    assert message in one_error_line(capsys)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["adir", "afile"]
+    assert (tmp_path / "afile").read_text() == "keep"
+
+
+def test_a_results_table_cut_short_keeps_the_previous_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from zoo import benchmark
+
+    (tmp_path / "benchmark.csv").write_text("previous csv\n")
+    (tmp_path / "benchmark.md").write_text("previous table\n")
+    row = {
+        "env": "CartPole-v1",
+        "algorithm": "reinforce",
+        "n_timesteps": 100,
+        "seeds": 1,
+        "mean": 1.0,
+        "std": 0.0,
+        "iqm": 1.0,
+        "train_seconds": 1.0,
+        "train_cpu_seconds": 1.0,
+    }
+
+    def disk_full(self: object, rows: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(benchmark.csv.DictWriter, "writerows", disk_full)
+    with pytest.raises(ZooError, match=r"could not write the results table .*No space left on device"):
+        benchmark.write_table([row], tmp_path, "python -m zoo benchmark", "Machines: -.")
+    assert (tmp_path / "benchmark.csv").read_text() == "previous csv\n"
+    assert (tmp_path / "benchmark.md").read_text() == "previous table\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["benchmark.csv", "benchmark.md"]  # no temporary
+
+
+def test_a_plot_cut_short_keeps_the_previous_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import matplotlib.figure
+
+    from zoo import benchmark
+
+    plots = tmp_path / "plots"
+    plots.mkdir()
+    (plots / "CartPole-v1.png").write_bytes(b"previous plot")
+    record = {"env_id": "CartPole-v1", "algo": "reinforce", "curve_timesteps": [1, 2], "curve_mean_reward": [1.0, 2.0]}
+
+    def disk_full(self: object, path: Path, **kwargs: object) -> None:
+        Path(path).write_bytes(b"half a p")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", disk_full)
+    with pytest.raises(ZooError, match="could not write the learning-curve plot"):
+        benchmark.plot_curves([record], tmp_path)
+    assert (plots / "CartPole-v1.png").read_bytes() == b"previous plot"
+    assert [path.name for path in plots.iterdir()] == ["CartPole-v1.png"]

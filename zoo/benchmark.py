@@ -37,7 +37,7 @@ import yaml
 from zoo.algos import ALGOS
 from zoo.config import check_budget_flag, check_env_id, get_config, known_env_ids, load_file
 from zoo.errors import ZooError, first_line
-from zoo.folders import move_into_place
+from zoo.folders import make_folder, move_into_place, write_atomically
 from zoo.measure import FINAL_EVAL_EPISODES, measured_run
 from zoo.runs import CONFIG_YML, RESULT_FILE, VEC_NORMALIZE_PKL
 
@@ -221,10 +221,15 @@ def machines_line(records: list[dict[str, Any]]) -> str:
 
 
 def write_table(rows: list[dict[str, Any]], out: Path, command: str, machines: str) -> None:
-    with (out / "benchmark.csv").open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["env"])
-        writer.writeheader()
-        writer.writerows(rows)
+    """``benchmark.csv`` and ``benchmark.md`` in ``out``, each replaced whole (a failed write keeps the old one)."""
+
+    def write_csv(path: Path) -> None:
+        with path.open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["env"])
+            writer.writeheader()
+            writer.writerows(rows)
+
+    write_atomically(out / "benchmark.csv", write_csv, "results table")
     lines = [
         "# Benchmark",
         "",
@@ -246,7 +251,8 @@ def write_table(rows: list[dict[str, Any]], out: Path, command: str, machines: s
         f"| {r['iqm']:.1f} | {r['train_seconds']:.0f} | {r['train_cpu_seconds']:.0f} |"
         for r in rows
     ]
-    (out / "benchmark.md").write_text("\n".join(lines) + "\n")
+    text = "\n".join(lines) + "\n"
+    write_atomically(out / "benchmark.md", lambda path: path.write_text(text, encoding="utf-8"), "results table")
 
 
 def curve_range(means: np.ndarray) -> tuple[float, float]:
@@ -265,7 +271,7 @@ def plot_curves(records: list[dict[str, Any]], out: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     written = []
-    (out / "plots").mkdir(parents=True, exist_ok=True)
+    folder = make_folder(out / "plots", "the plots folder")
     for env_id in sorted({r["env_id"] for r in records}):
         figure, axis = plt.subplots(figsize=(5, 3.2), dpi=80)
         means = []
@@ -287,8 +293,7 @@ def plot_curves(records: list[dict[str, Any]], out: Path) -> list[Path]:
         axis.set_ylabel("eval return (mean, min-max over seeds)")
         axis.legend(fontsize=7)
         figure.tight_layout()
-        path = out / "plots" / f"{env_id}.png"
-        figure.savefig(path)
+        path = write_atomically(folder / f"{env_id}.png", figure.savefig, "learning-curve plot")
         plt.close(figure)
         written.append(path)
     return written
@@ -344,8 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     for env_id in envs:
         check_env_id(env_id)
     temporary = tempfile.mkdtemp(prefix="zoo-benchmark-") if args.quick and args.out is None else None
-    out = Path(args.out or temporary or DEFAULT_OUT)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_folder(args.out or temporary or DEFAULT_OUT, "--out")
 
     tasks = []
     for env_id in envs:

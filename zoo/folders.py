@@ -39,6 +39,31 @@ def write_atomically(path: str | Path, write: Callable[[Path], object], what: st
     return path
 
 
+def check_folder_path(path: str | Path, what: str) -> Path:
+    """``path`` if it is, or can be made, a folder; a ZooError naming ``what`` if it, or the nearest of its parents
+    that exists, is a file, or if the path cannot be looked at (a name too long, no permission)."""
+    path = Path(path)
+    try:
+        for candidate in (path, *path.parents):
+            if candidate.exists():
+                if not candidate.is_dir():
+                    raise ZooError(f"{what} {path}: {candidate} is a file, not a folder")
+                break
+    except OSError as error:
+        raise ZooError(f"{what} {path}: {first_line(error)}") from None
+    return path
+
+
+def make_folder(path: str | Path, what: str) -> Path:
+    """``path`` as a folder, created with its parents; a ZooError naming ``what`` where it cannot be one."""
+    path = check_folder_path(path, what)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ZooError(f"could not create {what} {path}: {first_line(error)}") from None
+    return path
+
+
 @contextlib.contextmanager
 def staging(prefix: str = "zoo-") -> Iterator[Path]:
     """A temporary folder, removed on exit."""

@@ -23,6 +23,7 @@ import yaml
 from zoo.algos import ALGOS
 from zoo.config import check_budget_flag, check_env_id, get_config
 from zoo.errors import ZooError
+from zoo.folders import check_folder_path, make_folder, write_atomically
 from zoo.runs import env_slug
 from zoo.train import parse_overrides
 from zoo.tune.objective import INTERRUPTED, OVERRIDES_ATTR, SETUP_ATTR, Setup
@@ -96,6 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# A study's name is a folder name too (and a column of Optuna's RDB schema): bounded well under both limits.
+MAX_STUDY_NAME = 128
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
@@ -107,9 +112,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout >= 0):
         raise ZooError(f"--timeout must be a number of seconds >= 0, got {args.timeout}")
     study_name = args.study or f"{args.algo}-{env_slug(args.env)}"
-    if not study_name or "/" in study_name or study_name.startswith("."):
-        raise ZooError(f"--study {study_name!r}: a study name is also a folder name, without '/'")
-    folder = study_folder(args.log_folder, study_name)
+    if not study_name or "/" in study_name or study_name.startswith(".") or len(study_name) > MAX_STUDY_NAME:
+        raise ZooError(
+            f"--study {study_name[:40]!r}{'...' if len(study_name) > 40 else ''}: a study name is also a folder "
+            f"name: at most {MAX_STUDY_NAME} characters, without '/', not starting with '.'"
+        )
+    folder = study_folder(check_folder_path(args.log_folder, "--log-folder"), study_name)
+    export_path = None
+    if args.export is not None:
+        export_path = Path(args.export) if args.export else folder / EXPORT_FILE
+        if export_path.is_dir():
+            raise ZooError(f"--export {export_path} is a folder; name the file to write the entry to")
+        check_folder_path(export_path.parent, "the folder of --export")
     spec = StorageSpec.parse(args.storage, folder, args.heartbeat_interval, args.grace_period)
     reading = args.report or args.export is not None
     if reading and spec.url is None and not Path(str(spec.journal)).is_file():
@@ -127,13 +141,12 @@ def main(argv: list[str] | None = None) -> int:
             print(table(study))
             for line in plots(study, folder):
                 print(line)
-        if args.export is not None:
+        if export_path is not None:
             text = export(study)
-            path = Path(args.export) if args.export else folder / EXPORT_FILE
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
+            make_folder(export_path.parent, "the folder of --export")
+            write_atomically(export_path, lambda path: path.write_text(text, encoding="utf-8"), "exported entry")
             print(text, end="")
-            print(f"wrote {path}")
+            print(f"wrote {export_path}")
         return 0
 
     overrides = parse_overrides(args.hyperparams)

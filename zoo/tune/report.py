@@ -12,6 +12,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from zoo.config import RunConfig
 from zoo.errors import ZooError
+from zoo.folders import make_folder, write_atomically
 from zoo.measure import FINAL_EVAL_EPISODES
 from zoo.tune.objective import CONFIG_ATTR, SCORES_ATTR, SETUP_ATTR, TRAIN_SECONDS_ATTR
 from zoo.tune.workers import Counts, describe, format_params
@@ -68,7 +69,7 @@ def plots(study: optuna.Study, folder: Path) -> list[str]:
     import matplotlib.pyplot as plt
     from optuna.visualization import matplotlib as optuna_plots
 
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder, "the plots folder")
     written = []
     for name, plot in (
         (HISTORY_PNG, optuna_plots.plot_optimization_history),
@@ -83,7 +84,11 @@ def plots(study: optuna.Study, folder: Path) -> list[str]:
             continue
         figure = axes.get_figure(root=True)
         assert figure is not None
-        figure.savefig(folder / name, dpi=100, bbox_inches="tight")
+        write_atomically(
+            folder / name,
+            lambda path: figure.savefig(path, dpi=100, bbox_inches="tight"),
+            "plot",  # noqa: B023
+        )
         plt.close(figure)
         written.append(f"wrote {folder / name}")
     return written

@@ -28,6 +28,7 @@ from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
 from zoo.errors import ZooError, first_line
+from zoo.folders import check_folder_path, make_folder
 
 JOURNAL_FILE = "study.journal"
 WORKER_ATTR = "worker"
@@ -105,6 +106,9 @@ class StorageSpec:
             return cls(None, str(folder / JOURNAL_FILE), heartbeat_interval, grace_period)
         if "://" in storage:
             return cls(storage, None, heartbeat_interval, grace_period)
+        if Path(storage).is_dir():
+            raise ZooError(f"--storage {storage} is a folder; a journal storage is a file (or pass a database URL)")
+        check_folder_path(Path(storage).parent, "the folder of --storage")
         return cls(None, storage, heartbeat_interval, grace_period)
 
     @property
@@ -132,7 +136,7 @@ class StorageSpec:
         """The Optuna storage; one ZooError naming the storage when it cannot be opened."""
         if self.url is None:
             assert self.journal is not None
-            Path(self.journal).parent.mkdir(parents=True, exist_ok=True)
+            make_folder(Path(self.journal).parent, "the journal's folder")
             torn = cut_torn_tail(Path(self.journal))
             if torn is not None:
                 print(
