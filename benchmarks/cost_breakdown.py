@@ -20,10 +20,12 @@ from typing import Any, cast
 import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_vec_env
 
 from sb3_reinforce import Reinforce
 from zoo.config import get_config, training_envs
 from zoo.machine import cpu_model
+from zoo.train import parse_overrides
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -76,16 +78,30 @@ class UnusedSteps(BaseCallback):
         self.quota_collected += quota_rows(lengths, buffer.n_envs) * buffer.n_envs
 
 
+DEFAULTS_N_ENVS = 8
+
+
 def breakdown(
-    env_id: str, steps: int, seed: int = 0, n_envs: int | None = None
+    env_id: str,
+    steps: int,
+    seed: int = 0,
+    n_envs: int | None = None,
+    hyperparams: dict[str, Any] | None = None,
+    defaults: bool = False,
 ) -> tuple[dict[str, float], int, UnusedSteps]:
-    """CPU seconds per phase of ``steps`` steps of the zoo's Reinforce entry for ``env_id``, the steps taken, and
-    the tally of the collected steps that no update used."""
+    """CPU seconds per phase of ``steps`` steps of the zoo's Reinforce entry for ``env_id`` (or, with
+    ``defaults``, of ``Reinforce("MlpPolicy", env)`` on ``n_envs`` envs, 8 unless given), with ``hyperparams``
+    changed; the steps taken, and the tally of the collected steps that no update used."""
     th.set_num_threads(1)
-    overrides: dict[str, Any] = {"n_timesteps": steps} | ({} if n_envs is None else {"n_envs": n_envs})
-    config = get_config("reinforce", env_id, overrides)
-    env, _ = training_envs(config, seed)
-    model = Reinforce(config.policy, env, seed=seed, device="cpu", **config.algorithm_kwargs())
+    hyperparams = hyperparams or {}
+    if defaults:
+        env = make_vec_env(env_id, n_envs or DEFAULTS_N_ENVS, seed=seed)
+        model = Reinforce("MlpPolicy", env, seed=seed, device="cpu", **hyperparams)
+    else:
+        overrides: dict[str, Any] = {"n_timesteps": steps, **hyperparams}
+        config = get_config("reinforce", env_id, overrides | ({} if n_envs is None else {"n_envs": n_envs}))
+        env, _ = training_envs(config, seed)
+        model = Reinforce(config.policy, env, seed=seed, device="cpu", **config.algorithm_kwargs())
     clock = {"collection": 0.0, "policy step": 0.0, "critic fit": 0.0}
     model.collect_rollouts = timed(clock, "collection", model.collect_rollouts)  # type: ignore[method-assign]
     model._fit_critic = timed(clock, "critic fit", model._fit_critic)  # type: ignore[method-assign]
@@ -110,13 +126,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env", required=True, help="a zoo env id with a Reinforce entry")
     parser.add_argument("--steps", type=int, default=100_000, help="env steps to train (default: 100,000)")
     parser.add_argument("--n-envs", type=int, default=None, help="override the entry's n_envs")
+    parser.add_argument(
+        "--defaults", action="store_true", help=f"Reinforce's constructor defaults on {DEFAULTS_N_ENVS} envs"
+    )
+    parser.add_argument(
+        "--hyperparams", nargs="*", default=[], metavar="KEY=VALUE", help="hyperparameters changed (YAML values)"
+    )
     args = parser.parse_args(argv)
-    clock, taken, unused = breakdown(args.env, args.steps, n_envs=args.n_envs)
+    hyperparams = parse_overrides(args.hyperparams)
+    clock, taken, unused = breakdown(args.env, args.steps, 0, args.n_envs, hyperparams, args.defaults)
     command = f"python benchmarks/cost_breakdown.py --env {args.env} --steps {args.steps}"
     command += "" if args.n_envs is None else f" --n-envs {args.n_envs}"
+    command += " --defaults" if args.defaults else ""
+    if args.hyperparams:
+        command += " --hyperparams " + " ".join(args.hyperparams)
     total = sum(clock.values())
+    subject = f"the Reinforce entry for {args.env}"
+    if args.defaults:
+        subject = f"Reinforce's defaults on {args.env} ({args.n_envs or DEFAULTS_N_ENVS} envs)"
+    if args.hyperparams:
+        subject += " with " + ", ".join(args.hyperparams)
     lines = [
-        f"Where the CPU time of the Reinforce entry for {args.env} goes: {taken:,} steps from scratch, seed 0, "
+        f"Where the CPU time of {subject} goes: {taken:,} steps from scratch, seed 0, "
         f"1 torch thread, {cpu_model()}. `{command}`",
         "",
         "| phase | CPU (s) | share |",
@@ -134,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     RESULTS.mkdir(parents=True, exist_ok=True)
     suffix = "" if args.n_envs is None else f"_n_envs{args.n_envs}"
+    suffix += "_defaults" if args.defaults else ""
+    suffix += "".join(f"_{item.replace('=', '')}" for item in args.hyperparams)
     (RESULTS / f"cost_breakdown_{args.env}{suffix}.md").write_text(text)
     return 0
 

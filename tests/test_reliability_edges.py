@@ -313,3 +313,55 @@ def test_a_plot_cut_short_keeps_the_previous_one(tmp_path: Path, monkeypatch: py
         benchmark.plot_curves([record], tmp_path)
     assert (plots / "CartPole-v1.png").read_bytes() == b"previous plot"
     assert [path.name for path in plots.iterdir()] == ["CartPole-v1.png"]
+
+
+# ------------------------------------------------------------------------------ YAML that costs more than a line
+
+
+def alias_bomb(levels: int = 9) -> str:
+    """Nine lists of nine references to the previous one: a few hundred bytes that walk to 9**9 values."""
+    lines = ['a0: &a0 ["x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels + 1)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (alias_bomb() + "reinforce: {default: {n_episodes: {categorical: *a9}}}\n", "more than 100,000 values"),
+        ("reinforce: {default: {n_episodes: " + "[" * 40 + "]" * 40 + "}}\n", "nests deeper than 32 levels"),
+        ("reinforce: " + "[" * 5000 + "]" * 5000 + "\n", "RecursionError"),
+        (b"reinforce: {default: {gamma: {uniform: [0.9, 0.99]}}} # \xff\xfe\n", "is not UTF-8 text"),
+        ("reinforce: {default: {n_episodes: {int: [2, 9223372036854775807]}}}\n", r"n_episodes must be an integer"),
+        ("reinforce: {default: {n_envs: {categorical: [8, 1000000]}}}\n", r"n_envs must be an integer in \[1, 1,024\]"),
+    ],
+    ids=["alias-bomb", "deep", "very-deep", "not-utf8", "huge-int-range", "huge-n-envs"],
+)
+def test_a_hostile_search_space_is_one_line_in_a_moment(
+    text: str | bytes, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    space = tmp_path / "space.yml"
+    space.write_bytes(text if isinstance(text, bytes) else text.encode())
+    start = time.perf_counter()
+    argv = ["tune", "--env", "CartPole-v1", "--space", str(space), "--log-folder", str(tmp_path / "logs")]
+    assert cli(argv) == 2
+    assert re.search(message, one_error_line(capsys))
+    assert time.perf_counter() - start < 10
+    assert not (tmp_path / "logs").exists()
+
+
+@pytest.mark.parametrize(
+    "flag",
+    [
+        ["--enqueue", "{n_episodes: " + "[" * 40 + "]" * 40 + "}"],
+        ["--enqueue", "[" * 5000 + "]" * 5000],
+        ["--enqueue", "{n_episodes: 99999999999999999999999}"],
+        ["--hyperparams", "n_episodes=" + "[" * 5000 + "]" * 5000],
+        ["--hyperparams", "n_envs=100000000"],
+    ],
+    ids=["enqueue-deep", "enqueue-very-deep", "enqueue-huge-int", "hyperparams-very-deep", "hyperparams-n-envs"],
+)
+def test_hostile_overrides_are_one_line(flag: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["tune", "--env", "CartPole-v1", "--n-timesteps", "100", "--log-folder", str(tmp_path / "logs"), *flag]
+    assert cli(argv) == 2
+    one_error_line(capsys)

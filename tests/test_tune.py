@@ -23,6 +23,7 @@ import yaml
 from optuna.storages import JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import FixedTrial, TrialState
+from sqlalchemy.exc import IntegrityError, ProgrammingError
 
 from tests.postgres import postgres_server, server_binaries
 from zoo import config as zoo_config
@@ -349,6 +350,8 @@ def test_workers_on_two_machines_share_one_postgres_study_and_survive_a_killed_w
             trials = rdb_study(postgres_url, "shared").get_trials(states=(TrialState.RUNNING,))
         except KeyError:
             return None  # the study is not created yet
+        except (IntegrityError, ProgrammingError):
+            return None  # this poll raced the workers creating the schema
         for trial in trials:
             pid = int(str(trial.user_attrs.get(WORKER_ATTR, ":0")).rpartition(":")[2])
             started = trial.datetime_start

@@ -67,7 +67,12 @@ def test_default_entry_serves_unknown_envs() -> None:
         ({"learning_rate": "fast"}, "learning_rate must be a number or 'lin_<initial value>'"),
         ({"policy_kwargs": {"activation_fn": "swish"}}, "policy_kwargs.activation_fn must be one of tanh"),
         ({"gamma": [0.9]}, "gamma must be a scalar"),
-        ({"n_timesteps": 0}, "n_timesteps and n_envs must be >= 1"),
+        ({"n_timesteps": 0}, "n_timesteps must be >= 1"),
+        ({"n_envs": 0}, r"n_envs must be an integer in \[1, 1,024\], got 0"),
+        ({"n_envs": 10**6}, r"n_envs must be an integer in \[1, 1,024\]"),
+        ({"n_episodes": 2**63 - 1}, r"n_episodes must be an integer in \[2, 100,000\]"),
+        ({"vf_n_epochs": 10**9}, r"vf_n_epochs must be an integer in \[0, 10,000\]"),
+        ({"vf_batch_size": 1.5}, r"vf_batch_size must be an integer"),
         ({"variant": "nope"}, "unknown variant 'nope' for reinforce; known: reference, entropy, vectorized"),
     ],
 )

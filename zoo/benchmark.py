@@ -32,10 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from zoo.algos import ALGOS
-from zoo.config import check_budget_flag, check_env_id, get_config, known_env_ids, load_file
+from zoo.config import check_budget_flag, check_env_id, get_config, known_env_ids, load_file, read_yaml_file
 from zoo.errors import ZooError, first_line
 from zoo.folders import make_folder, move_into_place, write_atomically
 from zoo.measure import FINAL_EVAL_EPISODES, measured_run
@@ -139,8 +138,8 @@ def read_record(folder: Path) -> dict[str, Any]:
 def stored_config(folder: Path) -> Any:
     """The config.yml a run was measured with, or None if it has none that can be read."""
     try:
-        return yaml.safe_load((folder / CONFIG_YML).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError, ValueError):
+        return read_yaml_file(folder / CONFIG_YML)
+    except ZooError:
         return None
 
 

@@ -16,6 +16,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -25,6 +26,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from sb3_reinforce import VARIANTS
+from sb3_reinforce.common.episodic import MAX_EPISODES
 from zoo.algos import (
     ALGOS,
     NAMED_CLASSES,
@@ -130,15 +132,58 @@ def parse_table(text: str, source: str) -> dict[str, Any]:
     return data
 
 
+# Bounds on YAML data given to the zoo (hyperparameters, search spaces, --enqueue, run configs): far above any
+# real file (the zoo's largest is a few kB and a few hundred values), low enough that a hostile one costs
+# milliseconds. Aliases are what need the count: ``&a [*b, *b, ...]`` nests shared lists whose walk grows
+# exponentially, though the text stays short.
+MAX_YAML_CHARS = 1_000_000
+MAX_YAML_VALUES = 100_000
+MAX_YAML_DEPTH = 32
+
+
 def safe_yaml(text: str, source: str) -> Any:
-    """``yaml.safe_load(text)``, or one ZooError naming ``source``."""
+    """``yaml.safe_load(text)`` within the bounds above, or one ZooError naming ``source``."""
+    if len(text) > MAX_YAML_CHARS:
+        raise ZooError(f"{source} is {len(text):,} characters; YAML data here is at most {MAX_YAML_CHARS:,}")
     try:
-        return yaml.safe_load(text)
+        data = yaml.safe_load(text)
     except yaml.YAMLError as error:
         problem = " ".join(str(error).split())
         raise ZooError(f"{source} is not valid YAML data: {problem[:300]}") from None
     except (RecursionError, ValueError, OverflowError) as error:  # deep nesting; dates or numbers out of range
         raise ZooError(f"{source} cannot be read: {type(error).__name__}: {str(error)[:200]}") from None
+    check_yaml_bounds(data, source)
+    return data
+
+
+def check_yaml_bounds(data: Any, source: str) -> None:
+    """ZooError if ``data`` nests deeper than MAX_YAML_DEPTH or holds more than MAX_YAML_VALUES values, counting
+    a value shared through an alias once per place it appears (as every later walk of it will)."""
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    values = 0
+    while stack:
+        value, depth = stack.pop()
+        values += 1
+        if values > MAX_YAML_VALUES:
+            raise ZooError(f"{source} holds more than {MAX_YAML_VALUES:,} values (YAML aliases expand to them)")
+        if depth > MAX_YAML_DEPTH:
+            raise ZooError(f"{source} nests deeper than {MAX_YAML_DEPTH} levels")
+        if isinstance(value, dict):
+            stack.extend((item, depth + 1) for pair in value.items() for item in pair)
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1) for item in value)
+
+
+def read_yaml_file(path: str | Path, source: str | None = None) -> Any:
+    """The YAML data of a UTF-8 file, through :func:`safe_yaml`; one ZooError naming the file otherwise."""
+    source = source or str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ZooError(f"{source} is not UTF-8 text (byte {error.start})") from None
+    except OSError as error:
+        raise ZooError(f"cannot read {source}: {error.strerror or error}") from None
+    return safe_yaml(text, source)
 
 
 def known_env_ids(algo: str = "reinforce") -> list[str]:
@@ -197,8 +242,9 @@ def _build(algo: str, env_id: str, entry: dict[str, Any], source: str) -> RunCon
     if not (is_number(zoo_part["n_timesteps"]) and zoo_part["n_timesteps"] < 2**63):
         raise ZooError(f"{source}: n_timesteps must be a finite number, got {zoo_part['n_timesteps']!r}")
     n_timesteps = int(zoo_part["n_timesteps"])
-    if n_timesteps < 1 or zoo_part.get("n_envs", 1) < 1:
-        raise ZooError(f"{source}: n_timesteps and n_envs must be >= 1")
+    if n_timesteps < 1:
+        raise ZooError(f"{source}: n_timesteps must be >= 1")
+    check_bounded("n_envs", zoo_part.get("n_envs", 1), source)
     if isinstance(zoo_part.get("normalize"), dict):
         check_settings(zoo_part["normalize"], f"{source}: normalize")
     check_env_kwargs(zoo_part.get("env_kwargs", {}), f"{source}: env_kwargs")
@@ -222,7 +268,35 @@ def _variant(algo: str, name: str, source: str) -> dict[str, Any]:
     return unresolve(copy.deepcopy(VARIANTS[name]))
 
 
+# Integer hyperparameters that set how much work a run does, bounded so that a typo or a search-space range up
+# to 2**63 is refused when the entry is read rather than starting a run that never ends or fills the memory.
+# The bounds are far above any published setting: n_episodes is the library's own bound; 1,024 envs in one
+# process is beyond what a DummyVecEnv steps usefully; 10,000 passes over one batch is 100x VPG's 80.
+INTEGER_BOUNDS: dict[str, tuple[int, int]] = {
+    "n_envs": (1, 1024),
+    "n_episodes": (2, MAX_EPISODES),
+    "vf_n_epochs": (0, 10_000),
+    "n_epochs": (1, 10_000),
+    "n_steps": (1, 1_000_000),
+    "batch_size": (1, 10_000_000),
+    "vf_batch_size": (1, 10_000_000),
+}
+
+
+NULLABLE_BOUNDED = {"vf_batch_size"}  # None: the whole batch
+
+
+def check_bounded(key: str, value: Any, source: str) -> None:
+    """ZooError if ``key`` has an entry in INTEGER_BOUNDS and ``value`` is not an integer within it."""
+    if key not in INTEGER_BOUNDS or (value is None and key in NULLABLE_BOUNDED):
+        return
+    low, high = INTEGER_BOUNDS[key]
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ZooError(f"{source}: {key} must be an integer in [{low:,}, {high:,}], got {value!r}"[:300])
+
+
 def _check_value(key: str, value: Any, source: str) -> None:
+    check_bounded(key, value, source)
     if key in SCHEDULABLE and isinstance(value, str):
         schedule = parse_schedule(key, value, source)
         if not (math.isfinite(schedule.start) and schedule.start > 0):

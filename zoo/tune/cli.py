@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import optuna
-import yaml
 
 from zoo.algos import ALGOS
-from zoo.config import check_budget_flag, check_env_id, get_config
+from zoo.config import check_budget_flag, check_env_id, get_config, safe_yaml
 from zoo.errors import ZooError
 from zoo.folders import check_folder_path, make_folder, write_atomically
 from zoo.runs import env_slug
@@ -132,6 +131,18 @@ def main(argv: list[str] | None = None) -> int:
     if reading and database is not None and not database.is_file():
         # Opening a SQLite URL creates the file: reading a study must not leave an empty database behind.
         raise ZooError(f"no study {study_name!r}: the SQLite database {database} does not exist (--storage?)")
+    setup, enqueued = None, []
+    if not reading:
+        # Every input is checked before the storage is opened (or its folder created).
+        overrides = parse_overrides(args.hyperparams)
+        if args.n_timesteps is not None:
+            overrides["n_timesteps"] = args.n_timesteps
+        base = get_config(args.algo, args.env, overrides)
+        if args.first_seed < 0:
+            raise ZooError(f"--first-seed must be >= 0, got {args.first_seed}")
+        space = load_space(args.algo, args.env, args.space)
+        setup = Setup(args.algo, args.env, base.to_data(), space, args.seeds, args.first_seed)
+        enqueued = [parse_enqueued(setup, text) for text in args.enqueue]
     storage = spec.open()
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # each finished trial gets one line from Progress instead
 
@@ -149,17 +160,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {export_path}")
         return 0
 
-    overrides = parse_overrides(args.hyperparams)
-    if args.n_timesteps is not None:
-        overrides["n_timesteps"] = args.n_timesteps
-    base = get_config(args.algo, args.env, overrides)
-    if args.first_seed < 0:
-        raise ZooError(f"--first-seed must be >= 0, got {args.first_seed}")
-    space = load_space(args.algo, args.env, args.space)
-    setup = Setup(args.algo, args.env, base.to_data(), space, args.seeds, args.first_seed)
+    assert setup is not None, "set above whenever the study is run"
     study = open_study(study_name, storage, setup, args)
-    for text in args.enqueue:
-        print(enqueue(study, setup, text))
+    for text, (overrides, params) in zip(args.enqueue, enqueued, strict=True):
+        print(enqueue(study, text, overrides, params))
     counts = Counts.of(study.get_trials(deepcopy=False))
     print(header(study, setup, spec, args, counts.done, argv))
     plan = Plan(
@@ -267,17 +271,19 @@ def numbers(value: Any) -> Any:
     return value
 
 
-def enqueue(study: optuna.Study, setup: Setup, text: str) -> str:
-    """Queue a trial of the entry with these overrides (the searched parameters fixed at its values)."""
-    try:
-        overrides = numbers(yaml.safe_load(text))
-    except yaml.YAMLError as error:
-        raise ZooError(f"--enqueue {text!r} is not YAML: {str(error).splitlines()[0]}") from None
+def parse_enqueued(setup: Setup, text: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An ``--enqueue`` text as its overrides of the entry and the study's parameters that run them; ZooError if
+    it is not a mapping of hyperparameters that the study can run."""
+    overrides = numbers(safe_yaml(text, f"--enqueue {text[:60]!r}"))
     if not isinstance(overrides, dict) or not overrides:
-        raise ZooError(f"--enqueue takes a YAML mapping of hyperparameters, got {text!r}")
+        raise ZooError(f"--enqueue takes a YAML mapping of hyperparameters, got {text!r}"[:300])
     if "n_timesteps" in overrides:
         raise ZooError("--enqueue: n_timesteps is the study's budget (--n-timesteps), the same for every trial")
-    params = fixed_params(setup.space, with_overrides(setup.base_config, overrides))
+    return overrides, fixed_params(setup.space, with_overrides(setup.base_config, overrides))
+
+
+def enqueue(study: optuna.Study, text: str, overrides: dict[str, Any], params: dict[str, Any]) -> str:
+    """Queue a trial of the entry with these overrides (the searched parameters fixed at its values)."""
     for trial in study.get_trials(deepcopy=False):
         interrupted = trial.user_attrs.get(FAIL_REASON_ATTR) == INTERRUPTED  # the only attempt worth repeating
         if trial.user_attrs.get(OVERRIDES_ATTR) == overrides and not interrupted:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
 from pathlib import Path
 from typing import Any
@@ -84,11 +85,7 @@ def plots(study: optuna.Study, folder: Path) -> list[str]:
             continue
         figure = axes.get_figure(root=True)
         assert figure is not None
-        write_atomically(
-            folder / name,
-            lambda path: figure.savefig(path, dpi=100, bbox_inches="tight"),
-            "plot",  # noqa: B023
-        )
+        write_atomically(folder / name, functools.partial(figure.savefig, dpi=100, bbox_inches="tight"), "plot")
         plt.close(figure)
         written.append(f"wrote {folder / name}")
     return written

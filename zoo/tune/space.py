@@ -19,14 +19,12 @@ import inspect
 import json
 from dataclasses import dataclass, field
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import optuna
-import yaml
 
 from zoo.algos import ALGOS, NAMED_CLASSES, SCHEDULABLE, SCHEDULE_PREFIX, constructor_keys
-from zoo.config import ZOO_KEYS, RunConfig, get_config
+from zoo.config import ZOO_KEYS, RunConfig, get_config, read_yaml_file, safe_yaml
 from zoo.errors import ZooError
 
 SPACE_FILE = "search_space.yml"
@@ -113,16 +111,10 @@ def load_space(algo: str, env_id: str, path: str | None = None) -> SearchSpace:
     if path == NO_SPACE:
         return SearchSpace((), NO_SPACE)
     if path is None:
-        name, text = SPACE_FILE, (resources.files("zoo") / "hyperparams" / SPACE_FILE).read_text()
+        name = SPACE_FILE
+        data = safe_yaml((resources.files("zoo") / "hyperparams" / SPACE_FILE).read_text(encoding="utf-8"), name)
     else:
-        try:
-            name, text = path, Path(path).read_text()
-        except OSError as error:
-            raise ZooError(f"cannot read search space {path}: {error.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise ZooError(f"{name} is not valid YAML: {str(error).splitlines()[0]}") from None
+        name, data = path, read_yaml_file(path, f"search space {path}")
     if not isinstance(data, dict):
         raise ZooError(f"{name} must be a mapping of algorithms to search spaces")
     if algo not in data:
