@@ -309,6 +309,14 @@ def test_benchmark_baselines_take_their_own_number_of_seeds(tmp_path: Path, caps
         "python -m zoo benchmark --quick --seeds 2 --baselines a2c --baseline-seeds 1 --n-timesteps 600"
         in (tmp_path / "benchmark.md").read_text()
     )
+    # --table-only trains nothing: a third seed is listed as not yet measured, the table keeps the two.
+    table_only = ["benchmark", "--quick", "--seeds", "3", "--table-only", "--n-timesteps", "600"]
+    assert cli([*table_only, "--out", str(tmp_path)]) == 0
+    assert "1 to do" in capsys.readouterr().out
+    table = (tmp_path / "benchmark.md").read_text()
+    assert "Not yet measured (1 runs): reinforce CartPole-v1 seed 2." in table
+    assert "| CartPole-v1 | reinforce | " in table
+    assert not (tmp_path / "runs" / "reinforce" / "CartPole-v1" / "seed2").exists()
     assert cli([*argv[:6], "--baseline-seeds", "0", "--out", str(tmp_path)]) == 2
     assert "--baseline-seeds" in capsys.readouterr().err
 

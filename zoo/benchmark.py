@@ -316,6 +316,11 @@ def build_parser() -> argparse.ArgumentParser:
         "a2c,ppo (rl-baselines3-zoo's hyperparameters; default: none)",
     )
     parser.add_argument(
+        "--table-only",
+        action="store_true",
+        help="train nothing: write the table of the runs already finished and list the others (default: off)",
+    )
+    parser.add_argument(
         "--baseline-seeds", type=int, default=None, help="seeds 0..N-1 for the baselines (default: --seeds)"
     )
     parser.add_argument("--n-timesteps", type=int, default=None, help="override every budget (default: tuned)")
@@ -360,6 +365,13 @@ def main(argv: list[str] | None = None) -> int:
             tasks += [Task(algo, env_id, seed, n_timesteps, str(out)) for seed in range(algo_seeds)]
     todo, records = plan(tasks)
     print(f"{len(tasks)} runs, {len(tasks) - len(todo)} already done, {len(todo)} to do with {args.jobs} workers")
+    missing = ""
+    if todo and args.table_only:
+        missing = f"Not yet measured ({len(todo)} runs): " + ", ".join(
+            f"{task.algo} {task.env_id} seed {task.seed}" for task in todo
+        )
+        print(f"--table-only: {missing}")
+        todo = []
     if todo:
         with multiprocessing.get_context("spawn").Pool(min(args.jobs, len(todo))) as pool:
             for record in pool.imap_unordered(run_task, todo):
@@ -382,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
         command += f" --baseline-seeds {args.baseline_seeds}"
     if args.n_timesteps is not None:
         command += f" --n-timesteps {args.n_timesteps}"
-    write_table(rows, out, command, machines_line(records))
+    write_table(rows, out, command, machines_line(records) + (f"\n\n{missing}." if missing else ""))
     plot_curves(records, out)
     print((out / "benchmark.md").read_text())
     print(f"results in {out}")
