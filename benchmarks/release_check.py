@@ -28,6 +28,7 @@ from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
 from sb3_reinforce import Reinforce
+from zoo.algos import constructor_keys
 from zoo.config import get_config
 from zoo.tune.cli import build_parser, numbers
 from zoo.tune.objective import CONFIG_ATTR, SCORES_ATTR
@@ -39,12 +40,20 @@ TUNING_MD = ROOT / "benchmarks" / "results" / "zoo" / "TUNING.md"
 RECORDS = ROOT / "benchmarks" / "results" / "tuning"
 
 
+def with_defaults(config: dict[str, Any]) -> dict[str, Any]:
+    """A config's data with Reinforce's constructor defaults filled in: an entry that writes a default out (say
+    ``vf_n_epochs: 80``) is still the configuration a card was packaged from without it."""
+    parameters = inspect.signature(Reinforce.__init__).parameters
+    defaults = {key: parameters[key].default for key in constructor_keys(Reinforce)}
+    return {**config, "hyperparams": {**defaults, **config.get("hyperparams", {})}}
+
+
 def card_problems() -> list[str]:
     problems = []
     for folder in sorted(path for path in (ROOT / "hub_cards").iterdir() if path.is_dir()):
         run = yaml.safe_load((folder / "config.yml").read_text())
         packaged = {key: value for key, value in run.items() if key != "seed"}
-        if packaged != get_config("reinforce", folder.name).to_data():
+        if with_defaults(packaged) != with_defaults(get_config("reinforce", folder.name).to_data()):
             problems.append(f"hub_cards/{folder.name} was packaged from another configuration than today's entry")
     return problems
 
