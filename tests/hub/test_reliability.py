@@ -418,3 +418,26 @@ def test_the_served_agent_loads_when_left_alone(agent_files: dict[str, bytes], h
     agent = load_from_hub(serve(hub, copy.deepcopy(agent_files)), device="cpu")
     assert agent.vec_normalize_stats is not None
     assert agent.env_kwargs == {}
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda results: results.update(mean_reward=results["mean_reward"] + 100), "mean_reward .*its episodes give"),
+        (lambda results: results.update(mean_reward=float("nan")), "mean_reward nan"),
+        (lambda results: results.update(env_id="Other-v0"), "env_id 'Other-v0'"),
+        (lambda results: results["episode_lengths"].pop(), "episode_lengths is not"),
+        (lambda results: results.update(episode_rewards="high"), "episode_rewards is not"),
+        (lambda results: results.clear(), "env_id None"),
+    ],
+    ids=["inflated-mean", "nan-mean", "other-env", "short-lengths", "not-a-list", "empty"],
+)
+def test_a_results_json_that_is_not_its_agents_evaluation_is_refused(
+    agent_files: dict[str, bytes], hub: HubServer, edit: Any, message: str
+) -> None:
+    files = dict(agent_files)
+    results = json.loads(files["results.json"])
+    edit(results)
+    files["results.json"] = json.dumps(results).encode()
+    with pytest.raises(ZooError, match=r"results\.json is not an evaluation this zoo wrote: " + message):
+        load_from_hub(serve(hub, files), device="cpu")

@@ -19,6 +19,8 @@ repository (a user's own zip, notes, .gitattributes, subfolders).
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -90,3 +92,39 @@ def verify_file(folder: Path, name: str, manifest: Mapping[str, Mapping[str, Any
 def repo_name(algo: str, env_id: str) -> str:
     """The repository name, and the SB3 zip's stem, of an agent: ``reinforce-CartPole-v1``."""
     return f"{algo}-{env_slug(env_id)}"
+
+
+def _finite_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_results(results: Any, env_id: str) -> dict[str, Any]:
+    """``results.json`` as the package wrote it (see :mod:`zoo.hub.package`), or one ZooError saying what is wrong:
+    a mapping for ``env_id`` whose every episode has a finite return and a length >= 1, and whose mean and std are
+    those of its episodes (a card cannot show a score its own episodes do not give)."""
+
+    def bad(what: str) -> ZooError:
+        return ZooError(f"{RESULTS_FILE} is not an evaluation this zoo wrote: {what}"[:300])
+
+    if not isinstance(results, dict):
+        raise bad(f"a {type(results).__name__}, not a mapping")
+    if results.get("env_id") != env_id:
+        raise bad(f"env_id {results.get('env_id')!r}, the agent's is {env_id!r}")
+    rewards, lengths, n = results.get("episode_rewards"), results.get("episode_lengths"), results.get("n_eval_episodes")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise bad(f"n_eval_episodes {n!r}")
+    if not isinstance(rewards, list) or len(rewards) != n or not all(map(_finite_number, rewards)):
+        raise bad(f"episode_rewards is not {n} finite numbers")
+    if (
+        not isinstance(lengths, list)
+        or len(lengths) != n
+        or not all(isinstance(length, int) and not isinstance(length, bool) and length >= 1 for length in lengths)
+    ):
+        raise bad(f"episode_lengths is not {n} integers >= 1")
+    for key, expected in (("mean_reward", statistics.fmean(rewards)), ("std_reward", statistics.pstdev(rewards))):
+        value = results.get(key, math.nan)
+        if not _finite_number(value) or not math.isclose(value, expected, rel_tol=1e-6, abs_tol=1e-6):
+            raise bad(f"{key} {value!r}, its episodes give {expected!r}")
+    if not isinstance(results.get("deterministic"), bool):
+        raise bad(f"deterministic {results.get('deterministic')!r}")
+    return results

@@ -39,7 +39,14 @@ from zoo.config import safe_yaml
 from zoo.errors import ZooError, first_line
 from zoo.evaluate import DEFAULT_EVAL_SEED, evaluate_episodes, make_eval_env
 from zoo.hub import client
-from zoo.hub.layout import DOWNLOAD_PATTERNS, MANIFEST_FILE, RESULTS_FILE, parse_manifest, verify_file
+from zoo.hub.layout import (
+    DOWNLOAD_PATTERNS,
+    MANIFEST_FILE,
+    RESULTS_FILE,
+    check_results,
+    parse_manifest,
+    verify_file,
+)
 from zoo.hub.package import sb3_zip
 from zoo.normalization import VecNormalizeStats
 from zoo.runs import CONFIG_YML
@@ -165,7 +172,9 @@ def load_from_hub(
             model, stats = _load_pickled(folder, config, device), load_stats(folder, config)
         else:
             model, config, stats = load_agent(folder, device=device, config=config)
-        results = read_json(verify_file(folder, RESULTS_FILE, manifest)) if RESULTS_FILE in manifest else None
+        results = None
+        if RESULTS_FILE in manifest:
+            results = check_results(read_json(verify_file(folder, RESULTS_FILE, manifest)), str(config.get("env_id")))
         run_config = None
         if CONFIG_YML in manifest:
             path = verify_file(folder, CONFIG_YML, manifest)
