@@ -38,6 +38,7 @@ from zoo.config import check_budget_flag, check_env_id, get_config, known_env_id
 from zoo.errors import ZooError, first_line
 from zoo.folders import make_folder, move_into_place, write_atomically
 from zoo.measure import FINAL_EVAL_EPISODES, measured_run
+from zoo.normalization import is_number
 from zoo.runs import CONFIG_YML, RESULT_FILE, VEC_NORMALIZE_PKL
 
 QUICK_ENVS = ["CartPole-v1"]
@@ -122,9 +123,7 @@ def read_record(folder: Path) -> dict[str, Any]:
         if isinstance(record[key], float) and not math.isfinite(record[key]):
             raise ZooError(f"{path} is corrupt ({key} is {record[key]!r})")
     curve = record["curve_mean_reward"]
-    if len(curve) != len(record["curve_timesteps"]) or not all(
-        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) for value in curve
-    ):
+    if len(curve) != len(record["curve_timesteps"]) or not all(map(is_number, curve)):
         raise ZooError(f"{path} is corrupt (its learning curve is not one finite number per evaluation)")
     filed_under = (folder.parent.parent.name, folder.parent.name, folder.name)
     if (record["algo"], record["env_id"], f"seed{record['seed']}") != filed_under:

@@ -54,6 +54,16 @@ def check_folder_path(path: str | Path, what: str) -> Path:
     return path
 
 
+def check_file_path(path: str | Path, what: str) -> Path:
+    """``path`` if a file can be written there; a ZooError naming ``what`` if it is a folder, or if its folder
+    cannot be one (see :func:`check_folder_path`)."""
+    path = Path(path)
+    if path.is_dir():
+        raise ZooError(f"{what} {path} is a folder; name a file")
+    check_folder_path(path.parent, f"the folder of {what}")
+    return path
+
+
 def make_folder(path: str | Path, what: str) -> Path:
     """``path`` as a folder, created with its parents; a ZooError naming ``what`` where it cannot be one."""
     path = check_folder_path(path, what)

@@ -27,6 +27,7 @@ from typing import Any
 
 from zoo.agent_format import CONFIG_JSON, FILE_NAME, SHA256, VEC_NORMALIZE_JSON, WEIGHTS_FILE, sha256_file, write_json
 from zoo.errors import ZooError
+from zoo.normalization import is_number
 from zoo.runs import CONFIG_YML, env_slug
 
 RESULTS_FILE = "results.json"
@@ -94,10 +95,6 @@ def repo_name(algo: str, env_id: str) -> str:
     return f"{algo}-{env_slug(env_id)}"
 
 
-def _finite_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def check_results(results: Any, env_id: str) -> dict[str, Any]:
     """``results.json`` as the package wrote it (see :mod:`zoo.hub.package`), or one ZooError saying what is wrong:
     a mapping for ``env_id`` whose every episode has a finite return and a length >= 1, and whose mean and std are
@@ -113,7 +110,7 @@ def check_results(results: Any, env_id: str) -> dict[str, Any]:
     rewards, lengths, n = results.get("episode_rewards"), results.get("episode_lengths"), results.get("n_eval_episodes")
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise bad(f"n_eval_episodes {n!r}")
-    if not isinstance(rewards, list) or len(rewards) != n or not all(map(_finite_number, rewards)):
+    if not isinstance(rewards, list) or len(rewards) != n or not all(map(is_number, rewards)):
         raise bad(f"episode_rewards is not {n} finite numbers")
     if (
         not isinstance(lengths, list)
@@ -123,7 +120,7 @@ def check_results(results: Any, env_id: str) -> dict[str, Any]:
         raise bad(f"episode_lengths is not {n} integers >= 1")
     for key, expected in (("mean_reward", statistics.fmean(rewards)), ("std_reward", statistics.pstdev(rewards))):
         value = results.get(key, math.nan)
-        if not _finite_number(value) or not math.isclose(value, expected, rel_tol=1e-6, abs_tol=1e-6):
+        if not is_number(value) or not math.isclose(value, expected, rel_tol=1e-6, abs_tol=1e-6):
             raise bad(f"{key} {value!r}, its episodes give {expected!r}")
     if not isinstance(results.get("deterministic"), bool):
         raise bad(f"deterministic {results.get('deterministic')!r}")

@@ -22,7 +22,7 @@ import optuna
 from zoo.algos import ALGOS
 from zoo.config import check_budget_flag, check_env_id, get_config, safe_yaml
 from zoo.errors import ZooError
-from zoo.folders import check_folder_path, make_folder, write_atomically
+from zoo.folders import check_file_path, check_folder_path, make_folder, write_atomically
 from zoo.runs import env_slug
 from zoo.train import parse_overrides
 from zoo.tune.objective import INTERRUPTED, OVERRIDES_ATTR, SETUP_ATTR, Setup
@@ -119,10 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     folder = study_folder(check_folder_path(args.log_folder, "--log-folder"), study_name)
     export_path = None
     if args.export is not None:
-        export_path = Path(args.export) if args.export else folder / EXPORT_FILE
-        if export_path.is_dir():
-            raise ZooError(f"--export {export_path} is a folder; name the file to write the entry to")
-        check_folder_path(export_path.parent, "the folder of --export")
+        export_path = check_file_path(Path(args.export) if args.export else folder / EXPORT_FILE, "--export")
     spec = StorageSpec.parse(args.storage, folder, args.heartbeat_interval, args.grace_period)
     reading = args.report or args.export is not None
     if reading and spec.url is None and not Path(str(spec.journal)).is_file():

@@ -28,7 +28,7 @@ from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
 from zoo.errors import ZooError, first_line
-from zoo.folders import check_folder_path, make_folder
+from zoo.folders import check_file_path, make_folder
 
 JOURNAL_FILE = "study.journal"
 WORKER_ATTR = "worker"
@@ -106,9 +106,7 @@ class StorageSpec:
             return cls(None, str(folder / JOURNAL_FILE), heartbeat_interval, grace_period)
         if "://" in storage:
             return cls(storage, None, heartbeat_interval, grace_period)
-        if Path(storage).is_dir():
-            raise ZooError(f"--storage {storage} is a folder; a journal storage is a file (or pass a database URL)")
-        check_folder_path(Path(storage).parent, "the folder of --storage")
+        check_file_path(storage, "--storage")
         return cls(None, storage, heartbeat_interval, grace_period)
 
     @property
