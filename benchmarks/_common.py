@@ -14,9 +14,19 @@ from pathlib import Path
 from typing import Any
 
 from stable_baselines3.common.callbacks import StopTrainingOnRewardThreshold
+from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv
 
+from sb3_reinforce import Reinforce
 from zoo.train import TimedEvalCallback
+
+# The constructor's defaults are measured on a DummyVecEnv of this many envs, as throughput.py measures them.
+DEFAULTS_N_ENVS = 8
+
+
+def defaults_model(env_id: str, seed: int, n_envs: int = DEFAULTS_N_ENVS, **hyperparams: Any) -> Reinforce:
+    """``Reinforce("MlpPolicy", env)`` with only ``hyperparams`` changed, on a seeded DummyVecEnv of ``n_envs``."""
+    return Reinforce("MlpPolicy", make_vec_env(env_id, n_envs, seed=seed), seed=seed, device="cpu", **hyperparams)
 
 
 def save_record(path: Path, record: dict[str, Any]) -> None:

@@ -19,8 +19,8 @@ from typing import Any, cast
 
 import numpy as np
 import torch as th
+from _common import DEFAULTS_N_ENVS, defaults_model
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.env_util import make_vec_env
 
 from sb3_reinforce import Reinforce
 from zoo.config import get_config, training_envs
@@ -78,9 +78,6 @@ class UnusedSteps(BaseCallback):
         self.quota_collected += quota_rows(lengths, buffer.n_envs) * buffer.n_envs
 
 
-DEFAULTS_N_ENVS = 8
-
-
 def breakdown(
     env_id: str,
     steps: int,
@@ -95,8 +92,7 @@ def breakdown(
     th.set_num_threads(1)
     hyperparams = hyperparams or {}
     if defaults:
-        env = make_vec_env(env_id, n_envs or DEFAULTS_N_ENVS, seed=seed)
-        model = Reinforce("MlpPolicy", env, seed=seed, device="cpu", **hyperparams)
+        model = defaults_model(env_id, seed, n_envs or DEFAULTS_N_ENVS, **hyperparams)
     else:
         overrides: dict[str, Any] = {"n_timesteps": steps, **hyperparams}
         config = get_config("reinforce", env_id, overrides | ({} if n_envs is None else {"n_envs": n_envs}))

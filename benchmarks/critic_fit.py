@@ -27,12 +27,11 @@ from typing import Any
 
 import numpy as np
 import torch as th
-from _common import resumable
+from _common import DEFAULTS_N_ENVS, defaults_model, resumable
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import sync_envs_normalization
 
-from sb3_reinforce import Reinforce
 from zoo.config import get_config, make_model, training_envs
 from zoo.evaluate import evaluate_episodes
 from zoo.machine import cpu_model
@@ -44,9 +43,6 @@ FINAL_EVAL_EPISODES = 20
 def second_half_mean(values: list[float]) -> float:
     finite = [value for value in values[len(values) // 2 :] if np.isfinite(value)]
     return float(np.mean(finite)) if finite else float("nan")
-
-
-DEFAULTS_N_ENVS = 8
 
 
 def parse_fit(text: str) -> tuple[int, int | None]:
@@ -73,9 +69,10 @@ def run(env_id: str, fit: tuple[int, int | None], seed: int, defaults_steps: int
         model = make_model(config, env, seed)
         budget = config.n_timesteps
     else:
-        env = make_vec_env(env_id, DEFAULTS_N_ENVS, seed=seed)
+        model = defaults_model(env_id, seed, vf_n_epochs=epochs, vf_batch_size=batch)
+        env = model.get_env()
+        assert env is not None, "built with its env"
         eval_env = make_vec_env(env_id, 1, seed=seed + 10_000)
-        model = Reinforce("MlpPolicy", env, vf_n_epochs=epochs, vf_batch_size=batch, seed=seed, device="cpu")
         budget = defaults_steps
     with tempfile.TemporaryDirectory() as folder:
         model.set_logger(configure(folder, ["csv"]))

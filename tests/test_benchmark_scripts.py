@@ -107,3 +107,29 @@ def test_cost_breakdown_accounts_for_the_run(
     parts = sum(float(shares[phase]) for phase in shares if phase not in ("phase", "total") and "---" not in phase)
     assert parts == pytest.approx(float(shares["total"]), abs=0.2)
     assert float(shares["critic fit"]) > 0  # Pendulum's entry fits its critic 80 passes per update
+
+
+def test_critic_fit_measures_the_constructors_defaults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = load_script("critic_fit", monkeypatch)
+    argv = ["--env", "CartPole-v1", "--defaults", "--steps", "300", "--fits", "1x64", "--seeds", "0"]
+    assert module.main([*argv, "--out", str(tmp_path)]) == 0
+    record = json.loads((tmp_path / "CartPole-v1_defaults" / "epochs1_batch64_seed0.json").read_text())
+    assert (record["vf_n_epochs"], record["vf_batch_size"], record["defaults"]) == (1, 64, True)
+    assert record["n_timesteps"] >= 300
+    assert record["train_cpu_seconds"] > 0
+    assert "| 1 | 64 | 0 |" in capsys.readouterr().out
+
+
+def test_cost_breakdown_of_the_defaults_names_the_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = load_script("cost_breakdown", monkeypatch)
+    monkeypatch.setattr(module, "RESULTS", tmp_path)
+    argv = ["--env", "CartPole-v1", "--steps", "300", "--defaults", "--hyperparams", "vf_n_epochs=2"]
+    assert module.main(argv) == 0
+    table = (tmp_path / "cost_breakdown_CartPole-v1_defaults_vf_n_epochs2.md").read_text()
+    assert "Reinforce's defaults on CartPole-v1 (8 envs) with vf_n_epochs=2" in table
+    assert "--defaults --hyperparams vf_n_epochs=2`" in table
+    capsys.readouterr()
