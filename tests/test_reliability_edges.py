@@ -242,6 +242,7 @@ def test_report_of_a_missing_sqlite_database_creates_none(tmp_path: Path, capsys
         (["tune", "--env", "CartPole-v1", "--export", "adir"], "--export adir is a folder"),
         (["tune", "--env", "CartPole-v1", "--export", "afile/entry.yml"], "afile is a file, not a folder"),
         (["tune", "--env", "CartPole-v1", "--study", "x" * 300], "at most 128 characters"),
+        (["tune", "--env", "CartPole-v1", "--storage", "y" * 300], "File name too long"),
     ],
     ids=[
         "out-file",
@@ -252,6 +253,7 @@ def test_report_of_a_missing_sqlite_database_creates_none(tmp_path: Path, capsys
         "export-dir",
         "export-under-file",
         "long-study",
+        "long-storage-name",
     ],
 )
 def test_a_path_of_the_wrong_kind_is_one_line(

@@ -58,7 +58,11 @@ def check_file_path(path: str | Path, what: str) -> Path:
     """``path`` if a file can be written there; a ZooError naming ``what`` if it is a folder, or if its folder
     cannot be one (see :func:`check_folder_path`)."""
     path = Path(path)
-    if path.is_dir():
+    try:
+        is_folder = path.is_dir()
+    except OSError as error:  # a name too long, no permission
+        raise ZooError(f"{what} {path}: {first_line(error)}") from None
+    if is_folder:
         raise ZooError(f"{what} {path} is a folder; name a file")
     check_folder_path(path.parent, f"the folder of {what}")
     return path
