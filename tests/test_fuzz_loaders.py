@@ -29,10 +29,9 @@ from sb3_reinforce import Reinforce
 from zoo import config as zoo_config
 from zoo.agent_format import load_agent, save_agent
 from zoo.algos import constructor_keys
-from zoo.config import ZOO_KEYS, get_config, load_file, parse_table
+from zoo.config import ZOO_KEYS, get_config, load_file, parse_overrides, parse_table
 from zoo.errors import ZooError
 from zoo.normalization import VecNormalizeStats
-from zoo.train import parse_overrides
 
 FUZZ = settings(
     max_examples=120,

@@ -16,11 +16,11 @@ from zoo import config as zoo_config
 from zoo.algos import resolve, unresolve
 from zoo.cli import COMMANDS
 from zoo.cli import main as cli
-from zoo.config import ZOO_KEYS, RunConfig, get_config, known_env_ids, load_file
+from zoo.config import ZOO_KEYS, RunConfig, get_config, known_env_ids, load_file, parse_overrides
 from zoo.errors import ZooError
 from zoo.machine import cpu_model
 from zoo.runs import VEC_NORMALIZE_PKL
-from zoo.train import parse_overrides, train
+from zoo.train import train
 
 ZOO_ENVS = ["CartPole-v1", "Acrobot-v1", "LunarLander-v3", "Pendulum-v1", "MountainCarContinuous-v0"]
 
@@ -319,6 +319,31 @@ def test_benchmark_baselines_take_their_own_number_of_seeds(tmp_path: Path, caps
     assert not (tmp_path / "runs" / "reinforce" / "CartPole-v1" / "seed2").exists()
     assert cli([*argv[:6], "--baseline-seeds", "0", "--out", str(tmp_path)]) == 2
     assert "--baseline-seeds" in capsys.readouterr().err
+
+
+def test_benchmark_hyperparams_are_an_ablation_of_reinforce_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["benchmark", "--quick", "--seeds", "1", "--baselines", "a2c", "--baseline-seeds", "1", "--jobs", "1"]
+    base += ["--n-timesteps", "600", "--out", str(tmp_path)]
+    assert cli([*base, "--hyperparams", "learning_rate=lin_3e-3", "gamma=0.98"]) == 0
+    runs = tmp_path / "runs"
+    reinforce = yaml.safe_load((runs / "reinforce" / "CartPole-v1" / "seed0" / "config.yml").read_text())
+    assert reinforce["hyperparams"]["learning_rate"] == "lin_3e-3"
+    assert reinforce["hyperparams"]["gamma"] == 0.98
+    a2c = yaml.safe_load((runs / "a2c" / "CartPole-v1" / "seed0" / "config.yml").read_text())
+    assert a2c["hyperparams"].get("gamma") != 0.98  # the baselines keep rl-baselines3-zoo's values
+    command = "--n-timesteps 600 --hyperparams learning_rate=lin_3e-3 gamma=0.98 --out " + str(tmp_path)
+    assert command in (tmp_path / "benchmark.md").read_text()  # the table says how to reproduce the ablation
+    # The same folder without the ablation (or with another) is refused, not mixed into one row.
+    capsys.readouterr()
+    assert cli(base) == 2
+    assert "measured with another configuration" in capsys.readouterr().err
+    assert cli([*base, "--hyperparams", "gamma=0.97", "learning_rate=lin_3e-3"]) == 2
+    assert cli([*base, "--hyperparams", "gamma"]) == 2
+    assert "key=value" in capsys.readouterr().err
+    assert cli([*base, "--hyperparams", "gamma=0.98", "learning_rate=lin_3e-3"]) == 0  # order does not matter
+    assert "2 runs, 2 already done, 0 to do" in capsys.readouterr().out
 
 
 def test_plot_range_leaves_out_the_untrained_outlier() -> None:

@@ -23,6 +23,7 @@ import json
 import math
 import multiprocessing
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -34,7 +35,15 @@ from typing import Any
 import numpy as np
 
 from zoo.algos import ALGOS
-from zoo.config import check_budget_flag, check_env_id, get_config, known_env_ids, load_file, read_yaml_file
+from zoo.config import (
+    check_budget_flag,
+    check_env_id,
+    get_config,
+    known_env_ids,
+    load_file,
+    parse_overrides,
+    read_yaml_file,
+)
 from zoo.errors import ZooError, first_line
 from zoo.folders import make_folder, move_into_place, write_atomically
 from zoo.measure import FINAL_EVAL_EPISODES, measured_run
@@ -54,15 +63,20 @@ class Task:
     seed: int
     n_timesteps: int | None
     out: str
+    # --hyperparams, as (key, value) pairs: an ablation of the entry, recorded in config.yml like the rest.
+    hyperparams: tuple[tuple[str, Any], ...] = ()
 
     @property
     def folder(self) -> Path:
         return Path(self.out) / "runs" / self.algo / self.env_id / f"seed{self.seed}"
 
+    def overrides(self) -> dict[str, Any]:
+        budget = {} if self.n_timesteps is None else {"n_timesteps": self.n_timesteps}
+        return {**dict(self.hyperparams), **budget}
+
     def config_data(self) -> dict[str, Any]:
         """The config.yml this run writes: everything that defines it."""
-        overrides = {} if self.n_timesteps is None else {"n_timesteps": self.n_timesteps}
-        return get_config(self.algo, self.env_id, overrides).to_data(self.seed)
+        return get_config(self.algo, self.env_id, self.overrides()).to_data(self.seed)
 
 
 def run_task(task: Task) -> dict[str, Any]:
@@ -70,10 +84,10 @@ def run_task(task: Task) -> dict[str, Any]:
     import torch as th
 
     th.set_num_threads(1)
-    overrides = {} if task.n_timesteps is None else {"n_timesteps": task.n_timesteps}
-    config = get_config(task.algo, task.env_id, overrides)
+    config = get_config(task.algo, task.env_id, task.overrides())
+    command = f"python -m zoo benchmark --envs {task.env_id}" + hyperparams_flag(task.hyperparams)
     with tempfile.TemporaryDirectory() as scratch:
-        result, scores = measured_run(config, task.seed, scratch, f"python -m zoo benchmark --envs {task.env_id}")
+        result, scores = measured_run(config, task.seed, scratch, command)
         record = {"algo": task.algo, "env_id": task.env_id, "seed": task.seed, **scores}
         staging = Path(scratch) / "staging"
         staging.mkdir()
@@ -84,6 +98,15 @@ def run_task(task: Task) -> dict[str, Any]:
         # Moved into place only when complete, so an interrupted run is redone rather than half-counted.
         move_into_place(staging, task.folder)
     return record
+
+
+def hyperparams_flag(hyperparams: tuple[tuple[str, Any], ...]) -> str:
+    """`` --hyperparams k=v ...`` as typed, or nothing."""
+    if not hyperparams:
+        return ""
+    # JSON is YAML, so each value reads back as it was parsed; strings such as lin_3e-3 stay bare.
+    pairs = (f"{key}={value if isinstance(value, str) else json.dumps(value)}" for key, value in hyperparams)
+    return " --hyperparams " + " ".join(shlex.quote(pair) for pair in pairs)
 
 
 def interquartile_mean(values: list[float]) -> float:
@@ -324,6 +347,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--n-timesteps", type=int, default=None, help="override every budget (default: tuned)")
     parser.add_argument(
+        "--hyperparams",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override Reinforce's hyperparameters (YAML values) for an ablation; the baselines keep theirs. "
+        "Use another --out: a finished run of another configuration is refused (default: none)",
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help=f"CI mode: {QUICK_TIMESTEPS} steps, 2 seeds, CartPole-v1, into a temporary folder",
@@ -343,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.envs == []:
         raise ZooError("--envs needs at least one env id (leave it out for every env of reinforce.yml)")
     check_budget_flag(args.n_timesteps)
+    hyperparams = tuple(parse_overrides(args.hyperparams).items())
     envs = args.envs or (QUICK_ENVS if args.quick else known_env_ids())
     seeds = args.seeds if args.seeds is not None else (2 if args.quick else 5)
     n_timesteps = args.n_timesteps or (QUICK_TIMESTEPS if args.quick else None)
@@ -361,7 +393,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"skip {algo} on {env_id}: no published hyperparameters")
                 continue
             algo_seeds = seeds if algo == "reinforce" else baseline_seeds
-            tasks += [Task(algo, env_id, seed, n_timesteps, str(out)) for seed in range(algo_seeds)]
+            ablation = hyperparams if algo == "reinforce" else ()
+            tasks += [Task(algo, env_id, seed, n_timesteps, str(out), ablation) for seed in range(algo_seeds)]
     todo, records = plan(tasks)
     print(f"{len(tasks)} runs, {len(tasks) - len(todo)} already done, {len(todo)} to do with {args.jobs} workers")
     missing = ""
@@ -393,6 +426,9 @@ def main(argv: list[str] | None = None) -> int:
         command += f" --baseline-seeds {args.baseline_seeds}"
     if args.n_timesteps is not None:
         command += f" --n-timesteps {args.n_timesteps}"
+    command += hyperparams_flag(hyperparams)
+    if args.out is not None:
+        command += f" --out {shlex.quote(args.out)}"
     write_table(rows, out, command, machines_line(records) + (f"\n\n{missing}." if missing else ""))
     plot_curves(records, out)
     print((out / "benchmark.md").read_text())

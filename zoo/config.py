@@ -399,3 +399,22 @@ def make_model(config: RunConfig, env: VecEnv, seed: int, verbose: int = 0) -> B
     except Exception as error:  # constructors raise ValueError, TypeError, AssertionError, torch's RuntimeError...
         detail = str(error) if isinstance(error, (ValueError, TypeError)) else first_line(error)
         raise ZooError(f"bad hyperparameters for {config.algo} on {config.env_id}: {detail}") from None
+
+
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """``key=value`` pairs; values are YAML (``1e-3`` and ``3e5`` are numbers here, as a user means them)."""
+    overrides: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise ZooError(f"--hyperparams takes key=value pairs, got {item!r}")
+        value = safe_yaml(text, f"--hyperparams {key}")
+        if isinstance(value, str):
+            for number in (int, float):
+                try:
+                    value = number(text)
+                    break
+                except ValueError:
+                    continue
+        overrides[key] = value
+    return overrides

@@ -27,32 +27,13 @@ from zoo.config import (
     check_seed,
     get_config,
     make_model,
-    safe_yaml,
+    parse_overrides,
     training_envs,
 )
 from zoo.errors import ZooError, first_line
 from zoo.evaluate import evaluate_episodes
 from zoo.folders import write_atomically
 from zoo.runs import BEST_MODEL_FILE, COMMAND_FILE, CONFIG_YML, VEC_NORMALIZE_PKL, claim_run_dir, model_file
-
-
-def parse_overrides(items: list[str]) -> dict[str, Any]:
-    """``key=value`` pairs; values are YAML (``1e-3`` and ``3e5`` are numbers here, as a user means them)."""
-    overrides: dict[str, Any] = {}
-    for item in items:
-        key, sep, text = item.partition("=")
-        if not sep or not key:
-            raise ZooError(f"--hyperparams takes key=value pairs, got {item!r}")
-        value = safe_yaml(text, f"--hyperparams {key}")
-        if isinstance(value, str):
-            for number in (int, float):
-                try:
-                    value = number(text)
-                    break
-                except ValueError:
-                    continue
-        overrides[key] = value
-    return overrides
 
 
 class TimedEvalCallback(EvalCallback):

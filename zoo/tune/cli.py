@@ -20,11 +20,10 @@ from typing import Any
 import optuna
 
 from zoo.algos import ALGOS
-from zoo.config import check_budget_flag, check_env_id, get_config, safe_yaml
+from zoo.config import check_budget_flag, check_env_id, get_config, parse_overrides, safe_yaml
 from zoo.errors import ZooError
 from zoo.folders import check_file_path, check_folder_path, make_folder, write_atomically
 from zoo.runs import env_slug
-from zoo.train import parse_overrides
 from zoo.tune.objective import INTERRUPTED, OVERRIDES_ATTR, SETUP_ATTR, Setup
 from zoo.tune.report import EXPORT_FILE, complete_trials, export, plots, summary, table
 from zoo.tune.space import fixed_params, load_space, with_overrides
