@@ -40,12 +40,21 @@ TUNING_MD = ROOT / "benchmarks" / "results" / "zoo" / "TUNING.md"
 RECORDS = ROOT / "benchmarks" / "results" / "tuning"
 
 
-def with_defaults(config: dict[str, Any]) -> dict[str, Any]:
-    """A config's data with Reinforce's constructor defaults filled in: an entry that writes a default out (say
-    ``vf_n_epochs: 80``) is still the configuration a card was packaged from without it."""
+def record_defaults() -> dict[str, Any]:
+    """Reinforce's constructor defaults as the committed records (hub_cards/, the tuning journals) were made.
+
+    The critic fit defaulted to 80 full-batch passes then; the entries that fit a critic now write those two
+    values out. Reading a record and today's entry under the same defaults compares what each sets.
+    """
     parameters = inspect.signature(Reinforce.__init__).parameters
     defaults = {key: parameters[key].default for key in constructor_keys(Reinforce)}
-    return {**config, "hyperparams": {**defaults, **config.get("hyperparams", {})}}
+    return {**defaults, "vf_n_epochs": 80, "vf_batch_size": None}
+
+
+def with_defaults(config: dict[str, Any]) -> dict[str, Any]:
+    """A config's data with the records' defaults filled in: an entry that writes a default out (say
+    ``vf_n_epochs: 80``) is still the configuration a card was packaged from without it."""
+    return {**config, "hyperparams": {**record_defaults(), **config.get("hyperparams", {})}}
 
 
 def card_problems() -> list[str]:
@@ -99,7 +108,7 @@ def recorded_config(args: Any) -> dict[str, Any] | str:
 
 def tuning_problems() -> list[str]:
     # A candidate of the joint-critic era asks for vf_n_epochs: 0, which its records predate.
-    defaults = {name: p.default for name, p in inspect.signature(Reinforce.__init__).parameters.items()}
+    defaults = record_defaults()
     problems = []
     for argv in tuning_md_commands():
         args = build_parser().parse_args(argv)

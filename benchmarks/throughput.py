@@ -8,7 +8,8 @@ second, and the table gives medians and the ratios that matter (Reinforce / A2C,
 - a2c: ``A2C("MlpPolicy", env)`` (SB3 defaults) ``.learn``
 - ppo: ``PPO`` with rl-baselines3-zoo's tuned CartPole-v1 hyperparameters ``.learn``
 - reinforce: ``Reinforce`` with the zoo's CartPole-v1 hyperparameters ``.learn`` (collection and updates)
-- reinforce_default: ``Reinforce("MlpPolicy", env)``, the constructor's defaults (the fitted critic, 80 passes)
+- reinforce_default: ``Reinforce("MlpPolicy", env)``, the constructor's defaults (the fitted critic, 2 passes of
+  256-step minibatches)
 
 A warm-up round of 4,000 steps per contender runs first and is not timed (one-off costs such as numba's
 compile of the return kernels, ~0.3 s with a warm cache, are not throughput).

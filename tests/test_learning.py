@@ -1,8 +1,8 @@
 """Each variant solves CartPole-v1: a 20-episode deterministic evaluation mean >= 475 within a stated budget.
 
 Training stops as soon as an evaluation (every 40,000 env steps) reaches 475, so the budget is an upper bound.
-Measured with seed 0 (README): reference 360k steps, entropy 200k, vectorized 280k, and the constructor's
-defaults (``Reinforce("MlpPolicy", env)``, a critic fitted 80 passes per update) 80k; each test takes under a
+Measured with seed 0 (docs/results.md): reference 360k steps, entropy 200k, vectorized 280k, and the constructor's
+defaults (``Reinforce("MlpPolicy", env)``, a critic fitted 2 passes of 256-step minibatches) 120k; each under a
 minute on 2 cores, so none is marked slow.
 """
 
