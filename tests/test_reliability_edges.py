@@ -29,6 +29,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from sb3_reinforce import Reinforce
 from tests.envs import ScriptedEnv
 from tests.helpers import one_error_line
+from zoo.agent_format import load_agent, save_agent
 from zoo.benchmark import read_record
 from zoo.cli import main as cli
 from zoo.errors import ZooError
@@ -105,6 +106,42 @@ def test_a_tiny_budget_evaluates_once_per_policy(tmp_path: Path) -> None:
     model = Reinforce.load(run / "CartPole-v1.zip", device="cpu")
     assert len(evaluations) <= model._n_updates + 1
     assert time.monotonic() - started < 60
+
+
+@pytest.mark.parametrize(
+    ("net_arch", "message"),
+    [
+        ([1] * 100_000, r"policy_kwargs\.net_arch has 100,000 layers; at most 64"),
+        ({"pi": [64], "vf": [1] * 100_000}, r"policy_kwargs\.net_arch\.vf has 100,000 layers; at most 64"),
+        ([64, 10**9], r"policy_kwargs\.net_arch\[1\] must be a layer width in \[1, 65,536\], got 1000000000"),
+        ({"pi": [64], "qf": [64]}, r"policy_kwargs\.net_arch must be a list of layer widths or a mapping of pi"),
+    ],
+    ids=["many-layers", "many-critic-layers", "huge-width", "unknown-net"],
+)
+def test_a_downloaded_config_of_many_layers_is_refused_before_any_module_is_built(
+    net_arch: object, message: str, tmp_path: Path
+) -> None:
+    # Before, the policy was built (on the meta device, module by module) and only then compared with the
+    # manifest: 100,000 layers of width 1 cost minutes, growing with the layer count.
+    save_agent(
+        tmp_path,
+        Reinforce("MlpPolicy", DummyVecEnv([lambda: ScriptedEnv([3])]), policy_kwargs=TINY),
+        env_id="CartPole-v1",
+    )
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["policy_kwargs"]["net_arch"] = net_arch
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    started = time.perf_counter()
+    with pytest.raises(ZooError, match=message):
+        load_agent(tmp_path, device="cpu")
+    assert time.perf_counter() - started < 1
+
+
+def test_a_network_beyond_the_bounds_is_one_line_in_the_zoo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["train", "--env", "CartPole-v1", "--n-timesteps", "100", "--log-folder", str(tmp_path / "logs")]
+    assert cli([*argv, "--hyperparams", "policy_kwargs={net_arch: [64, 100000]}"]) == 2
+    assert "policy_kwargs.net_arch[1] must be a layer width in [1, 65,536], got 100000" in one_error_line(capsys)
+    assert not (tmp_path / "logs").exists()
 
 
 # ----------------------------------------------------------------------------------- one line and status 2

@@ -285,6 +285,37 @@ INTEGER_BOUNDS: dict[str, tuple[int, int]] = {
 
 NULLABLE_BOUNDED = {"vf_batch_size"}  # None: the whole batch
 
+# The policy's networks, bounded before any module is built: a config.json of 100,000 one-unit layers would
+# otherwise cost minutes of building modules (even on torch's meta device) before its weights are compared. A
+# network of 64 layers, or a layer of 65,536 units (16 GB of float32 weights to the next one), is far beyond any
+# published policy.
+MAX_LAYERS = 64
+MAX_WIDTH = 1 << 16
+NETWORKS = ("pi", "vf")
+
+
+def check_net_arch(net_arch: Any, source: str) -> None:
+    """ZooError unless ``net_arch`` is None, a list of layer widths or a mapping of pi and vf to such lists, each
+    of at most MAX_LAYERS widths in [1, MAX_WIDTH]; the length is checked before any item is looked at."""
+    if net_arch is None:
+        return
+    where = f"{source}: policy_kwargs.net_arch"
+    if isinstance(net_arch, dict) and set(net_arch) <= set(NETWORKS):
+        nets = [(f"{where}.{name}", layers) for name, layers in net_arch.items()]
+    else:
+        nets = [(where, net_arch)]
+    for name, layers in nets:
+        if not isinstance(layers, list):
+            shown = repr(net_arch)[:100]
+            raise ZooError(
+                f"{where} must be a list of layer widths or a mapping of pi and vf to such lists, got {shown}"
+            )
+        if len(layers) > MAX_LAYERS:
+            raise ZooError(f"{name} has {len(layers):,} layers; at most {MAX_LAYERS} are allowed")
+        for i, width in enumerate(layers):
+            if isinstance(width, bool) or not isinstance(width, int) or not 1 <= width <= MAX_WIDTH:
+                raise ZooError(f"{name}[{i}] must be a layer width in [1, {MAX_WIDTH:,}], got {width!r}"[:300])
+
 
 def check_bounded(key: str, value: Any, source: str) -> None:
     """ZooError if ``key`` has an entry in INTEGER_BOUNDS and ``value`` is not an integer within it."""
@@ -304,6 +335,7 @@ def _check_value(key: str, value: Any, source: str) -> None:
     elif key == "policy_kwargs":
         if not isinstance(value, dict) or not all(isinstance(name, str) for name in value):
             raise ZooError(f"{source}: policy_kwargs must be a mapping of names to values, got {value!r}"[:300])
+        check_net_arch(value.get("net_arch"), source)
         for name, item in value.items():
             if name in NAMED_CLASSES and (not isinstance(item, str) or item not in NAMED_CLASSES[name]):
                 raise ZooError(
