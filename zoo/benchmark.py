@@ -28,6 +28,7 @@ import shutil
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,22 +80,28 @@ class Task:
         return get_config(self.algo, self.env_id, self.overrides()).to_data(self.seed)
 
 
-def run_task(task: Task) -> dict[str, Any]:
-    """Train and evaluate one (algo, env, seed); write its folder atomically. Runs in a worker process."""
+def train_to_staging(task: Task, scratch: Path) -> tuple[dict[str, Any], Path]:
+    """Train and evaluate one (algo, env, seed) in ``scratch``; return its record and the folder of its files."""
     import torch as th
 
     th.set_num_threads(1)
     config = get_config(task.algo, task.env_id, task.overrides())
     command = f"python -m zoo benchmark --envs {task.env_id}" + hyperparams_flag(task.hyperparams)
+    result, scores = measured_run(config, task.seed, str(scratch), command)
+    record = {"algo": task.algo, "env_id": task.env_id, "seed": task.seed, **scores}
+    staging = scratch / "staging"
+    staging.mkdir()
+    for name in (result.model_path.name, CONFIG_YML, VEC_NORMALIZE_PKL):
+        if (result.run_dir / name).exists():
+            shutil.copy2(result.run_dir / name, staging / name)
+    (staging / RESULT_FILE).write_text(json.dumps(record, indent=1))
+    return record, staging
+
+
+def run_task(task: Task) -> dict[str, Any]:
+    """One run in a local worker process, its folder written atomically."""
     with tempfile.TemporaryDirectory() as scratch:
-        result, scores = measured_run(config, task.seed, scratch, command)
-        record = {"algo": task.algo, "env_id": task.env_id, "seed": task.seed, **scores}
-        staging = Path(scratch) / "staging"
-        staging.mkdir()
-        for name in (result.model_path.name, CONFIG_YML, VEC_NORMALIZE_PKL):
-            if (result.run_dir / name).exists():
-                shutil.copy2(result.run_dir / name, staging / name)
-        (staging / RESULT_FILE).write_text(json.dumps(record, indent=1))
+        record, staging = train_to_staging(task, Path(scratch))
         # Moved into place only when complete, so an interrupted run is redone rather than half-counted.
         move_into_place(staging, task.folder)
     return record
@@ -355,6 +362,14 @@ def build_parser() -> argparse.ArgumentParser:
         "Use another --out: a finished run of another configuration is refused (default: none)",
     )
     parser.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help="run each (algorithm, env, seed) as a task on a Ray cluster: HOST:PORT, 'auto' (the cluster this "
+        "machine joined with ray start) or 'local' (a private one for this run, --jobs CPUs); the results come "
+        "back into --out. Needs the ray extra (default: local worker processes, no Ray)",
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help=f"CI mode: {QUICK_TIMESTEPS} steps, 2 seeds, CartPole-v1, into a temporary folder",
@@ -396,23 +411,26 @@ def main(argv: list[str] | None = None) -> int:
             ablation = hyperparams if algo == "reinforce" else ()
             tasks += [Task(algo, env_id, seed, n_timesteps, str(out), ablation) for seed in range(algo_seeds)]
     todo, records = plan(tasks)
-    print(f"{len(tasks)} runs, {len(tasks) - len(todo)} already done, {len(todo)} to do with {args.jobs} workers")
+    where = f"on Ray ({args.ray})" if args.ray else f"with {args.jobs} workers"
+    print(f"{len(tasks)} runs, {len(tasks) - len(todo)} already done, {len(todo)} to do {where}")
+    failed: list[str] = []
+    if todo and not args.table_only:
+        try:
+            failed = execute(todo, args.ray, args.jobs, records.append)
+        except KeyboardInterrupt:
+            print(
+                f"interrupted: the finished runs are kept in {out / 'runs'}; the same command resumes", file=sys.stderr
+            )
+            raise
+    finished = {(record["algo"], record["env_id"], record["seed"]) for record in records}
+    unfinished = [task for task in todo if (task.algo, task.env_id, task.seed) not in finished]
     missing = ""
-    if todo and args.table_only:
-        missing = f"Not yet measured ({len(todo)} runs): " + ", ".join(
-            f"{task.algo} {task.env_id} seed {task.seed}" for task in todo
+    if unfinished:
+        missing = f"Not yet measured ({len(unfinished)} runs): " + ", ".join(
+            f"{task.algo} {task.env_id} seed {task.seed}" for task in unfinished
         )
-        print(f"--table-only: {missing}")
-        todo = []
-    if todo:
-        with multiprocessing.get_context("spawn").Pool(min(args.jobs, len(todo))) as pool:
-            for record in pool.imap_unordered(run_task, todo):
-                records.append(record)
-                print(
-                    f"done {record['algo']} {record['env_id']} seed {record['seed']}: "
-                    f"{record['mean_reward']:.1f} +/- {record['std_reward']:.1f} in {record['train_seconds']:.0f} s",
-                    flush=True,
-                )
+        if args.table_only:
+            print(f"--table-only: {missing}")
 
     rows = summarize(records)
     command = "python -m zoo benchmark" + (" --quick" if args.quick else "")
@@ -433,4 +451,31 @@ def main(argv: list[str] | None = None) -> int:
     plot_curves(records, out)
     print((out / "benchmark.md").read_text())
     print(f"results in {out}")
+    if failed:
+        print(f"{len(failed)} runs failed (the same command retries them):", file=sys.stderr)
+        for line in failed:
+            print(f"  {line}", file=sys.stderr)
+        return 1
     return 0
+
+
+def execute(
+    todo: list[Task], ray_address: str | None, jobs: int, on_record: Callable[[dict[str, Any]], None]
+) -> list[str]:
+    """Run ``todo`` in local worker processes, or on Ray; each finished run is written and its record passed on.
+
+    :return: the runs that failed, one line each (Ray only: a local failure stops the benchmark with its error).
+    """
+    if ray_address is not None:
+        from zoo.ray_backend import run_on_ray
+
+        return run_on_ray(todo, ray_address, jobs, on_record)
+    with multiprocessing.get_context("spawn").Pool(min(jobs, len(todo))) as pool:
+        for record in pool.imap_unordered(run_task, todo):
+            on_record(record)
+            print(
+                f"done {record['algo']} {record['env_id']} seed {record['seed']}: "
+                f"{record['mean_reward']:.1f} +/- {record['std_reward']:.1f} in {record['train_seconds']:.0f} s",
+                flush=True,
+            )
+    return []
