@@ -404,3 +404,34 @@ def test_hostile_overrides_are_one_line(flag: list[str], tmp_path: Path, capsys:
     argv = ["tune", "--env", "CartPole-v1", "--n-timesteps", "100", "--log-folder", str(tmp_path / "logs"), *flag]
     assert cli(argv) == 2
     one_error_line(capsys)
+
+
+# --------------------------------------------------------------------------------------------------- leaks
+
+
+def foreign_study(storage: str) -> optuna.Study:
+    """A study named 'shared' made by another tool in the same storage: a finished trial, no setup record of ours."""
+    opened = JournalStorage(JournalFileBackend(storage)) if "://" not in storage else storage
+    study = optuna.create_study(storage=opened, study_name="shared", direction="maximize")
+    study.add_trial(optuna.trial.create_trial(value=500.0))
+    return study
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "journal"])
+def test_a_study_another_tool_made_in_the_same_storage_is_refused_by_name(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before, the zoo wrote its setup record into the other tool's study and counted its trials as its own.
+    storage = f"sqlite:///{tmp_path / 'shared.db'}" if kind == "sqlite" else str(tmp_path / "shared.journal")
+    foreign_study(storage)
+    options = ["tune", "--env", "CartPole-v1", "--space", "none", "--n-timesteps", "300", "--log-folder", str(tmp_path)]
+    options += ["--hyperparams", "n_envs=2", "n_episodes=2", "--study", "shared", "--storage", storage]
+    for extra in (["--trials", "2"], ["--report"], ["--export"]):
+        assert cli([*options, *extra]) == 2
+        line = one_error_line(capsys)
+        assert "study 'shared' in " in line
+        assert "was not created by the zoo (it has no setup record of ours)" in line
+    opened = JournalStorage(JournalFileBackend(storage)) if kind == "journal" else storage
+    study = optuna.load_study(study_name="shared", storage=opened)
+    assert len(study.trials) == 1
+    assert study.user_attrs == {}  # nothing of ours written into it

@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     assert setup is not None, "set above whenever the study is run"
-    study = open_study(study_name, storage, setup, args)
+    study = open_study(study_name, storage, setup, args, spec)
     for text, (overrides, params) in zip(args.enqueue, enqueued, strict=True):
         print(enqueue(study, text, overrides, params))
     counts = Counts.of(study.get_trials(deepcopy=False))
@@ -212,28 +212,55 @@ def storage_args(args: argparse.Namespace, spec: StorageSpec) -> list[str]:
 
 
 def existing_study(name: str, storage: optuna.storages.BaseStorage, spec: StorageSpec) -> optuna.Study:
+    """The zoo's study of this name, to read; ZooError if there is none, or if another tool made it."""
     try:
-        return optuna.load_study(study_name=name, storage=storage)
+        study = optuna.load_study(study_name=name, storage=storage)
     except KeyError:
         names = [summary.study_name for summary in optuna.get_all_study_summaries(storage)]
         raise ZooError(f"no study {name!r} in {spec.shown}; studies there: {', '.join(names) or 'none'}") from None
+    setup_record(study, spec)
+    return study
 
 
-def open_study(name: str, storage: optuna.storages.BaseStorage, setup: Setup, args: argparse.Namespace) -> optuna.Study:
-    """Create the study, or join it after checking that it was created for the same setup."""
-    study = optuna.create_study(
-        storage=storage,
-        study_name=name,
-        direction="maximize",
-        sampler=make_sampler(args.sampler),
-        pruner=make_pruner(args.pruner, int(setup.base["n_timesteps"])),
-        load_if_exists=True,
-    )
+# How long a command joining a study without trials waits for the setup record of the zoo command that has just
+# created it (the record is written a moment after the study, in its own transaction).
+SETUP_WAIT_SECONDS = 10.0
+
+
+def setup_record(study: optuna.Study, spec: StorageSpec) -> Any:
+    """The setup the zoo recorded when it created ``study``; ZooError naming the study if it has none: another
+    tool made a study of the same name in a shared storage, and its trials are not the zoo's."""
+    deadline = time.monotonic() + SETUP_WAIT_SECONDS
+    while True:
+        recorded = study.user_attrs.get(SETUP_ATTR)
+        if recorded is not None:
+            return recorded
+        if study.get_trials(deepcopy=False) or time.monotonic() >= deadline:
+            raise ZooError(
+                f"study {study.study_name!r} in {spec.shown} was not created by the zoo (it has no setup record of "
+                "ours): another tool's study of the same name is neither joined nor read; give another --study"
+            )
+        time.sleep(0.2)
+
+
+def open_study(
+    name: str, storage: optuna.storages.BaseStorage, setup: Setup, args: argparse.Namespace, spec: StorageSpec
+) -> optuna.Study:
+    """Create the study with the setup record, or join the zoo's study of this name after checking that it was
+    created for the same setup; a study of this name that the zoo did not create is refused."""
+    sampler, pruner = make_sampler(args.sampler), make_pruner(args.pruner, int(setup.base["n_timesteps"]))
     wanted = json.loads(json.dumps(setup.to_data()))
-    recorded = study.user_attrs.get(SETUP_ATTR)
-    if recorded is None:
+    try:
+        study = optuna.create_study(
+            storage=storage, study_name=name, direction="maximize", sampler=sampler, pruner=pruner
+        )
+    except optuna.exceptions.DuplicatedStudyError:
+        study = optuna.load_study(study_name=name, storage=storage, sampler=sampler, pruner=pruner)
+    else:
         study.set_user_attr(SETUP_ATTR, wanted)
-    elif recorded != wanted:
+        return study
+    recorded = setup_record(study, spec)
+    if recorded != wanted:
         raise ZooError(
             f"study {name!r} was created with other options: {'; '.join(differences(recorded, wanted)[:4])}. "
             "Give the study's own --n-timesteps, --hyperparams, --space, --seeds and --first-seed to resume it, or "
