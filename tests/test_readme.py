@@ -40,7 +40,8 @@ def test_readme_commands_name_real_things() -> None:
             assert command in COMMANDS, (page.name, command)
     # CI runs exactly the README's test command: the last line of .ci/run.
     ci_command = (root / ".ci" / "run").read_text().strip().splitlines()[-1]
-    assert ci_command.startswith("pip install -e ") and ci_command.endswith("&& python -m pytest")
+    assert ci_command.startswith("pip install -e ")
+    assert ci_command.endswith("&& python -m pytest")
     assert ci_command in README.read_text()
 
 
