@@ -2,7 +2,7 @@
 
 Not collected by the default run: ``tests/test_ray.py`` runs this file inside a network namespace of its own with
 only ``lo`` up, since Ray listens on every interface. The tests run in file order and share the cluster; the last
-one kills the worker node.
+one kills the worker node. The overhead script of ``benchmarks/`` starts a cluster of its own.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import _thread
 import json
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -54,6 +55,23 @@ def test_a_bad_address_is_one_line_and_no_hang(tmp_path: Path, capsys: pytest.Ca
         assert expected in err
         assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / "runs").exists()
+
+
+def test_the_overhead_script_reports_every_figure(tmp_path: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    from ray_overhead import main as overhead  # a script of benchmarks/, run as a function
+
+    report = tmp_path / "ray_overhead.md"
+    assert overhead(["--seeds", "1", "--n-timesteps", "1000", "--tasks", "3", "--out", str(report)]) == 0
+    text = report.read_text()
+    for what in (
+        "head node start-up",
+        "round trip",
+        "resident memory",
+        "--jobs 2",
+        "scored the same on both (1 runs) | yes",
+    ):
+        assert what in text
 
 
 def test_runs_on_ray_score_as_local_runs_and_resume(
