@@ -1,6 +1,6 @@
 """Reliability, done for real: broken inputs, corrupted files, killed and racing processes, a full disk.
 
-Each test is one case of issue #13 and failed before its fix: every user error is one line (exit 2) and leaves no
+Each test is a case a hostile or unlucky user meets, and what holds: every user error is one line (exit 2) and leaves no
 stub run folder; a save that fails midway never leaves a truncated model; Ctrl-C keeps the final model; two
 trains never race on the run index; a corrupt benchmark record is redone and a run of another budget is refused;
 the library raises its documented errors (nan learning rates and observations, max_episode_steps).

@@ -1,6 +1,6 @@
 """Reliability of push, dry run and pull, done for real against the local Hub server (and one that never answers).
 
-Each test is one case of issue #13 and failed before its fix: a dry run or a push never removes a file it did not
+Each test is a case a hostile or unlucky user meets, and what holds: a dry run or a push never removes a file it did not
 write; nothing in a download is trusted (every file read is checked against the push's manifest, every value is
 validated, no env id imports a module, env_kwargs are not applied silently, sizes are checked before allocating,
 ``allow_pickle`` opens only a file of the snapshot); a Hub that never answers is a clear error; push-all goes on
