@@ -90,6 +90,71 @@ def save_final(model: BaseAlgorithm, env: VecEnv, run_dir: Path, env_id: str) ->
     return saved
 
 
+def start_run_folder(config: RunConfig, seed: int, log_folder: Path | str, command: str | None, verbose: int) -> Path:
+    """Claim ``<log_folder>/<algo>/<env>_<k>/`` and write what redoes the run: config.yml and command.txt."""
+    run_dir = claim_run_dir(Path(log_folder), config.algo, config.env_id)
+    try:
+        (run_dir / CONFIG_YML).write_text(yaml.safe_dump(config.to_data(seed), sort_keys=False))
+        (run_dir / COMMAND_FILE).write_text((command or "") + "\n")
+    except OSError as error:
+        raise ZooError(f"cannot write in the run folder {run_dir}: {first_line(error)}") from None
+    if verbose:
+        print(f"Training {config.algo} on {config.env_id} (seed {seed}) into {run_dir}")
+        print(yaml.safe_dump(config.to_data(seed), sort_keys=False))
+    return run_dir
+
+
+def periodic_evaluation(
+    config: RunConfig,
+    eval_env: VecEnv,
+    run_dir: Path,
+    eval_freq: int | None,
+    eval_episodes: int,
+    verbose: int,
+    after_eval: BaseCallback | None,
+) -> TimedEvalCallback:
+    """Deterministic evaluations every ``eval_freq`` steps (default: 20 over the budget), keeping the best model."""
+    frequency = eval_freq or max(config.n_timesteps // 20, 1)
+    return TimedEvalCallback(
+        eval_env,
+        eval_freq=max(frequency // config.n_envs, 1),
+        n_eval_episodes=eval_episodes,
+        best_model_save_path=str(run_dir),
+        log_path=str(run_dir),
+        deterministic=True,
+        verbose=verbose,
+        callback_after_eval=after_eval,
+    )
+
+
+def timed_learn(
+    model: BaseAlgorithm,
+    env: VecEnv,
+    run_dir: Path,
+    config: RunConfig,
+    evaluation: TimedEvalCallback,
+    progress_bar: bool,
+) -> tuple[float, float]:
+    """``model.learn`` over the budget; the wall-clock and CPU seconds it took, evaluations excluded.
+
+    Ctrl-C saves the final model and statistics as they are, says where, and raises KeyboardInterrupt again; the
+    algorithm's own guards (a diverged loss, an endless episode) and a failed write become one-line ZooErrors.
+    """
+    start, cpu_start = time.perf_counter(), time.process_time()
+    try:
+        model.learn(config.n_timesteps, callback=evaluation, progress_bar=progress_bar)
+    except KeyboardInterrupt:
+        saved = save_final(model, env, run_dir, config.env_id)
+        print(f"\ninterrupted after {model.num_timesteps} steps; saved {', '.join(map(str, saved))}", file=sys.stderr)
+        raise
+    except (FloatingPointError, RuntimeError) as error:
+        raise ZooError(f"training stopped after {model.num_timesteps} steps: {first_line(error)}") from None
+    except OSError as error:  # the logger or the evaluation could not write
+        raise ZooError(f"training stopped: cannot write in {run_dir}: {first_line(error)}") from None
+    seconds = time.perf_counter() - start - evaluation.eval_seconds
+    return seconds, time.process_time() - cpu_start - evaluation.eval_cpu_seconds
+
+
 def train(
     config: RunConfig,
     seed: int = 0,
@@ -117,45 +182,12 @@ def train(
     run_dir: Path | None = None
     try:
         model = make_model(config, env, seed)
-        run_dir = claim_run_dir(Path(log_folder), config.algo, config.env_id)
-        try:
-            (run_dir / CONFIG_YML).write_text(yaml.safe_dump(config.to_data(seed), sort_keys=False))
-            (run_dir / COMMAND_FILE).write_text((command or "") + "\n")
-        except OSError as error:
-            raise ZooError(f"cannot write in the run folder {run_dir}: {first_line(error)}") from None
-        if verbose:
-            print(f"Training {config.algo} on {config.env_id} (seed {seed}) into {run_dir}")
-            print(yaml.safe_dump(config.to_data(seed), sort_keys=False))
+        run_dir = start_run_folder(config, seed, log_folder, command, verbose)
         model.set_logger(
             configure(str(run_dir), ["stdout", "csv", "tensorboard"] if verbose else ["csv", "tensorboard"])
         )
-        frequency = eval_freq or max(config.n_timesteps // 20, 1)
-        evaluation = TimedEvalCallback(
-            eval_env,
-            eval_freq=max(frequency // config.n_envs, 1),
-            n_eval_episodes=eval_episodes,
-            best_model_save_path=str(run_dir),
-            log_path=str(run_dir),
-            deterministic=True,
-            verbose=verbose,
-            callback_after_eval=after_eval,
-        )
-        start, cpu_start = time.perf_counter(), time.process_time()
-        try:
-            model.learn(config.n_timesteps, callback=evaluation, progress_bar=progress_bar)
-        except KeyboardInterrupt:
-            saved = save_final(model, env, run_dir, config.env_id)
-            print(
-                f"\ninterrupted after {model.num_timesteps} steps; saved {', '.join(map(str, saved))}",
-                file=sys.stderr,
-            )
-            raise
-        except (FloatingPointError, RuntimeError) as error:  # the algorithm's own guards: diverged, endless episode
-            raise ZooError(f"training stopped after {model.num_timesteps} steps: {first_line(error)}") from None
-        except OSError as error:  # the logger or the evaluation could not write
-            raise ZooError(f"training stopped: cannot write in {run_dir}: {first_line(error)}") from None
-        seconds = time.perf_counter() - start - evaluation.eval_seconds
-        cpu_seconds = time.process_time() - cpu_start - evaluation.eval_cpu_seconds
+        evaluation = periodic_evaluation(config, eval_env, run_dir, eval_freq, eval_episodes, verbose, after_eval)
+        seconds, cpu_seconds = timed_learn(model, env, run_dir, config, evaluation, progress_bar)
         model_path, *_ = save_final(model, env, run_dir, config.env_id)
         sync_envs_normalization(env, eval_env)  # the final evaluation reads the final statistics
         rewards, _ = evaluate_episodes(model, eval_env, final_eval_episodes)
