@@ -29,7 +29,7 @@ from tests.postgres import postgres_server, server_binaries
 from zoo import config as zoo_config
 from zoo.algos import hyperparams_from_model
 from zoo.cli import main as cli
-from zoo.config import RunConfig, get_config, known_env_ids, make_env, make_model
+from zoo.config import RunConfig, get_config, known_env_ids, make_model, run_vec_env
 from zoo.errors import ZooError
 from zoo.train import train
 from zoo.tune.objective import CONFIG_ATTR, SCORES_ATTR, Surplus, check_not_surplus
@@ -115,7 +115,7 @@ def test_the_zoo_space_covers_every_env_and_the_critic(env_id: str) -> None:
     entry = get_config("reinforce", env_id)
     trial = apply(entry, suggest(FixedTrial(fixed_params(space, entry)), space))
     assert trial != entry
-    env = make_env(entry, seed=0, n_envs=1)
+    env = run_vec_env(entry, seed=0, n_envs=1)
     models = [make_model(config, env, seed=0) for config in (entry, trial)]
     env.close()
     hyperparams = [hyperparams_from_model(model) for model in models]
@@ -131,7 +131,7 @@ def test_sampled_configurations_build_and_respect_their_conditions() -> None:
     space = load_space("reinforce", "CartPole-v1")
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0), direction="maximize")
     base = get_config("reinforce", "CartPole-v1", {"n_envs": 2})
-    env = make_env(base, seed=0)
+    env = run_vec_env(base, seed=0)
     critics = 0
     for _ in range(30):
         trial = study.ask()

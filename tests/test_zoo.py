@@ -118,7 +118,7 @@ def test_training_envs_are_not_rendered_so_lunar_lander_keeps_no_particles() -> 
 
     assert particles_after_firing(zoo_config.vec_env("LunarLander-v3", seed=0)) == 0
     assert particles_after_firing(zoo_config.vec_env("LunarLander-v3", seed=0, render_mode="rgb_array")) > 0
-    training = zoo_config.make_env(get_config("reinforce", "LunarLander-v3"), seed=0)
+    training = zoo_config.run_vec_env(get_config("reinforce", "LunarLander-v3"), seed=0)
     assert all(env.unwrapped.render_mode is None for env in training.envs)
 
 

@@ -6,7 +6,7 @@ read with ``yaml.safe_load``; the few values that are not numbers or strings go 
 table (:data:`zoo.algos.NAMED_CLASSES`) or are linear schedules written ``lin_<initial value>``. Nothing is
 evaluated. An entry with ``variant: NAME`` starts from ``sb3_reinforce.VARIANTS[NAME]``, its own keys on top.
 
-:func:`make_env` and :func:`make_model` build a run's VecEnv and algorithm from a :class:`RunConfig`.
+:func:`run_vec_env` and :func:`make_model` build a run's VecEnv and algorithm from a :class:`RunConfig`.
 """
 
 from __future__ import annotations
@@ -404,7 +404,7 @@ def vec_env(
         raise ZooError(f"cannot make env {env_id!r} with env_kwargs {env_kwargs or {}}: {first_line(error)}") from None
 
 
-def make_env(config: RunConfig, seed: int, n_envs: int | None = None) -> VecEnv:
+def run_vec_env(config: RunConfig, seed: int, n_envs: int | None = None) -> VecEnv:
     """The VecEnv a run trains on (without normalization), seeded."""
     return vec_env(config.env_id, config.env_kwargs, n_envs=n_envs or config.n_envs, seed=seed)
 
@@ -413,8 +413,8 @@ def training_envs(config: RunConfig, seed: int, *, eval_n_envs: int = 1) -> tupl
     """The VecEnv a run trains on and the one it is evaluated on (seed + 10,000), both in VecNormalize when the
     run normalizes: training updates the statistics; evaluation reads them (SB3's EvalCallback syncs them before
     each evaluation) and reports raw rewards."""
-    env = make_env(config, seed)
-    eval_env = make_env(config, seed + 10_000, n_envs=eval_n_envs)
+    env = run_vec_env(config, seed)
+    eval_env = run_vec_env(config, seed + 10_000, n_envs=eval_n_envs)
     norm = config.normalize_kwargs()
     if norm is not None:
         env = VecNormalize(env, **{"gamma": config.hyperparams.get("gamma", 0.99), **norm})
