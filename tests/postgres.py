@@ -13,6 +13,7 @@ import os
 import pwd
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -21,6 +22,13 @@ from pathlib import Path
 
 DATABASE = "postgres"  # the database initdb creates
 USER = "zoo"  # the cluster's superuser, the one the URL names
+DATA_FOLDERS: dict[str, Path] = {}  # the data folder of each running server, by URL
+
+
+def crash(url: str) -> None:
+    """Stop the server of ``url`` at once, as a crash or a lost network would: open connections are cut."""
+    pid = int((DATA_FOLDERS[url] / "postmaster.pid").read_text().split()[0])
+    os.kill(pid, signal.SIGQUIT)  # PostgreSQL's immediate shutdown
 
 
 def server_binaries() -> Path | None:
@@ -78,9 +86,13 @@ def postgres_server(binaries: Path) -> Iterator[str]:
         run([str(binaries / "initdb"), "-D", str(data), "-A", "trust", "-U", USER, "-E", "UTF8", "--no-sync"])
         options = f"-c listen_addresses=127.0.0.1 -p {port} -k {folder} -c fsync=off -c max_connections=50"
         run([str(binaries / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(log), "-w", "-t", "60", "start"])
+        url = f"postgresql://{USER}@127.0.0.1:{port}/{DATABASE}"
+        DATA_FOLDERS[url] = data
         try:
-            yield f"postgresql://{USER}@127.0.0.1:{port}/{DATABASE}"
+            yield url
         finally:
-            run([str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"])
+            del DATA_FOLDERS[url]
+            if (data / "postmaster.pid").exists():  # else a test crashed it
+                run([str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"])
     finally:
         shutil.rmtree(folder, ignore_errors=True)

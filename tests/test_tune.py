@@ -25,7 +25,7 @@ from optuna.storages.journal import JournalFileBackend
 from optuna.trial import FixedTrial, TrialState
 from sqlalchemy.exc import IntegrityError, ProgrammingError
 
-from tests.postgres import postgres_server, server_binaries
+from tests.postgres import crash, postgres_server, server_binaries
 from zoo import config as zoo_config
 from zoo.algos import hyperparams_from_model
 from zoo.cli import main as cli
@@ -406,6 +406,60 @@ def test_a_bad_storage_url_is_one_line(tmp_path: Path, capsys: pytest.CaptureFix
     assert "error: cannot open storage postgresql://zoo:***@127.0.0.1:1/optuna" in err
     assert "secret" not in err
     assert "Traceback" not in err
+
+
+def a_trial_done(storage: str | RDBStorage | JournalStorage, name: str) -> bool:
+    try:
+        trials = optuna.load_study(study_name=name, storage=storage).get_trials(states=TERMINAL)
+    except (KeyError, IntegrityError, ProgrammingError):
+        return False  # not created yet, or this poll raced the schema's creation
+    return len(trials) > 0
+
+
+def assert_lost_storage_line(process: subprocess.Popen[str], message: str) -> None:
+    """The command ended by itself with status 2 and one error line holding ``message``, without a traceback."""
+    _out, err = process.communicate(timeout=180)
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("\r")]
+    assert process.returncode == 2, err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    errors = [line for line in lines if line.startswith("error: ")]
+    assert len(errors) == 1, err[-3000:]
+    assert message in errors[0]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_database_that_goes_away_mid_study_is_one_line(jobs: int, tiny: list[str], tmp_path: Path) -> None:
+    # Before: a traceback of SQLAlchemy's and Optuna's errors (Optuna's own UnboundLocalError among them).
+    binaries = server_binaries()
+    if binaries is None:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not found")
+    with postgres_server(binaries) as url:
+        options = [*tiny, "--storage", url, "--study", "gone", "--trials", "50", "--jobs", str(jobs)]
+        process = tune_process(options, tmp_path)
+        try:
+            wait_for(lambda: a_trial_done(rdb_storage(url), "gone"), 120, "a finished trial")
+            rdb_storage(url).engine.dispose()
+            crash(url)
+            assert_lost_storage_line(process, f"lost the storage {url} mid-study")
+        finally:
+            if process.poll() is None:
+                process.kill()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "journal"])
+def test_a_storage_file_deleted_mid_study_is_one_line(kind: str, tiny: list[str], tmp_path: Path) -> None:
+    # Before: the study went on writing into the deleted file, and every trial was lost without a word.
+    database = tmp_path / ("study.db" if kind == "sqlite" else "study.journal")
+    url = f"sqlite:///{database}" if kind == "sqlite" else str(database)
+    reader: str | JournalStorage = url if kind == "sqlite" else JournalStorage(JournalFileBackend(url))
+    process = tune_process([*tiny, "--storage", url, "--study", "gone", "--trials", "50"], tmp_path)
+    try:
+        wait_for(lambda: database.exists() and a_trial_done(reader, "gone"), 120, "a finished trial")
+        database.unlink()
+        assert_lost_storage_line(process, f"the storage {database} was deleted or replaced mid-study")
+    finally:
+        if process.poll() is None:
+            process.kill()
 
 
 def test_a_trial_asked_for_beyond_the_target_is_surplus() -> None:

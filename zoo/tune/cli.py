@@ -140,69 +140,70 @@ def main(argv: list[str] | None = None) -> int:
         setup = Setup(args.algo, args.env, base.to_data(), space, args.seeds, args.first_seed)
         enqueued = [parse_enqueued(setup, text) for text in args.enqueue]
     storage = spec.open()
-    optuna.logging.set_verbosity(optuna.logging.ERROR)  # each finished trial gets one line from Progress instead
+    with spec.lost_as_error():  # a database that goes away mid-study: one line
+        optuna.logging.set_verbosity(optuna.logging.ERROR)  # each finished trial gets one line from Progress instead
 
-    if reading:
-        study = existing_study(study_name, storage, spec)
-        if args.report:
-            print(table(study))
-            for line in plots(study, folder):
-                print(line)
-        if export_path is not None:
-            text = export(study)
-            make_folder(export_path.parent, "the folder of --export")
-            write_atomically(export_path, lambda path: path.write_text(text, encoding="utf-8"), "exported entry")
-            print(text, end="")
-            print(f"wrote {export_path}")
+        if reading:
+            study = existing_study(study_name, storage, spec)
+            if args.report:
+                print(table(study))
+                for line in plots(study, folder):
+                    print(line)
+            if export_path is not None:
+                text = export(study)
+                make_folder(export_path.parent, "the folder of --export")
+                write_atomically(export_path, lambda path: path.write_text(text, encoding="utf-8"), "exported entry")
+                print(text, end="")
+                print(f"wrote {export_path}")
+            return 0
+
+        assert setup is not None, "set above whenever the study is run"
+        study = open_study(study_name, storage, setup, args, spec)
+        for text, (overrides, params) in zip(args.enqueue, enqueued, strict=True):
+            print(enqueue(study, text, overrides, params))
+        counts = Counts.of(study.get_trials(deepcopy=False))
+        print(header(study, setup, spec, args, counts.done, argv))
+        plan = Plan(
+            setup=setup,
+            storage=spec,
+            study_name=study_name,
+            target=args.trials,
+            deadline=None if args.timeout is None else time.time() + args.timeout,
+            max_failures=args.trials,
+            sampler=args.sampler,
+            pruner=args.pruner,
+        )
+        progress = Progress(args.trials)
+        started = time.perf_counter()
+        try:
+            if args.jobs == 1:
+                import torch as th
+
+                th.set_num_threads(1)
+                work(plan, storage, on_poll=progress.poll)
+            else:
+                codes = run_processes(plan, args.jobs, progress, study)
+                for k, code in enumerate(codes):
+                    if code != 0:
+                        print(f"worker {k} exited with status {code}", file=sys.stderr)
+        except KeyboardInterrupt:
+            progress.close()
+            print(f"\ninterrupted: {summary(study)}; rerun the same command to resume", file=sys.stderr)
+            return 130
+        finally:
+            progress.close()
+        minutes = (time.perf_counter() - started) / 60
+        counts = Counts.of(study.get_trials(deepcopy=False))
+        print(f"{summary(study)} ({minutes:.1f} min)")
+        print(best_line(study))
+        again = shlex.join(
+            ["python", "-m", "zoo", "tune", "--env", args.env, "--study", study_name, *storage_args(args, spec)]
+        )
+        print(f"report and plots: {again} --report\nbest as a zoo entry: {again} --export")
+        if counts.done < args.trials:
+            print(f"stopped with {counts.done} of {args.trials} trials done; rerun the same command to go on")
+            return 1
         return 0
-
-    assert setup is not None, "set above whenever the study is run"
-    study = open_study(study_name, storage, setup, args, spec)
-    for text, (overrides, params) in zip(args.enqueue, enqueued, strict=True):
-        print(enqueue(study, text, overrides, params))
-    counts = Counts.of(study.get_trials(deepcopy=False))
-    print(header(study, setup, spec, args, counts.done, argv))
-    plan = Plan(
-        setup=setup,
-        storage=spec,
-        study_name=study_name,
-        target=args.trials,
-        deadline=None if args.timeout is None else time.time() + args.timeout,
-        max_failures=args.trials,
-        sampler=args.sampler,
-        pruner=args.pruner,
-    )
-    progress = Progress(args.trials)
-    started = time.perf_counter()
-    try:
-        if args.jobs == 1:
-            import torch as th
-
-            th.set_num_threads(1)
-            work(plan, storage, on_poll=progress.poll)
-        else:
-            codes = run_processes(plan, args.jobs, progress, study)
-            for k, code in enumerate(codes):
-                if code != 0:
-                    print(f"worker {k} exited with status {code}", file=sys.stderr)
-    except KeyboardInterrupt:
-        progress.close()
-        print(f"\ninterrupted: {summary(study)}; rerun the same command to resume", file=sys.stderr)
-        return 130
-    finally:
-        progress.close()
-    minutes = (time.perf_counter() - started) / 60
-    counts = Counts.of(study.get_trials(deepcopy=False))
-    print(f"{summary(study)} ({minutes:.1f} min)")
-    print(best_line(study))
-    again = shlex.join(
-        ["python", "-m", "zoo", "tune", "--env", args.env, "--study", study_name, *storage_args(args, spec)]
-    )
-    print(f"report and plots: {again} --report\nbest as a zoo entry: {again} --export")
-    if counts.done < args.trials:
-        print(f"stopped with {counts.done} of {args.trials} trials done; rerun the same command to go on")
-        return 1
-    return 0
 
 
 def storage_args(args: argparse.Namespace, spec: StorageSpec) -> list[str]:

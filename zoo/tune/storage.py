@@ -15,10 +15,12 @@ attribute) and a RUNNING trial whose process no longer exists on this host is fa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import time
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,6 +132,43 @@ class StorageSpec:
         database = make_url(self.url).database
         return Path(database) if database and database != ":memory:" else None
 
+    def file(self) -> Path | None:
+        """The file the study lives in (a journal, a SQLite database), or None for a database server."""
+        return Path(self.journal) if self.journal is not None else self.sqlite_file()
+
+    def file_identity(self) -> tuple[int, int] | None:
+        """The device and inode of :meth:`file` (None without a file, or while it does not exist)."""
+        file = self.file()
+        try:
+            return None if file is None else (file.stat().st_dev, file.stat().st_ino)
+        except OSError:
+            return None
+
+    def check_unchanged(self, identity: tuple[int, int] | None) -> None:
+        """ZooError if the study's file, seen with ``identity`` when the work began, was deleted or replaced since:
+        a worker would go on writing into a file that no longer has a name, and lose every trial."""
+        if identity is not None and self.file_identity() != identity:
+            raise ZooError(
+                f"the storage {self.file()} was deleted or replaced mid-study, so the trials written after that "
+                "are lost; the study stops here"
+            )
+
+    @contextlib.contextmanager
+    def lost_as_error(self) -> Iterator[None]:
+        """Turn the loss of the database mid-study (a server stopped, a network cut) into one ZooError."""
+        try:
+            yield
+        except ZooError:
+            raise
+        except Exception as error:
+            failure = storage_failure(error)
+            if failure is None:
+                raise
+            raise ZooError(
+                f"lost the storage {self.shown} mid-study ({first_line(failure)}); the trials it recorded stay "
+                "there, and rerunning the same command once it is back resumes the study"
+            ) from None
+
     def open(self) -> BaseStorage:
         """The Optuna storage; one ZooError naming the storage when it cannot be opened."""
         if self.url is None:
@@ -167,6 +206,25 @@ class StorageSpec:
             except Exception as error:  # sqlalchemy's OperationalError (no server), ArgumentError (bad URL)...
                 raise ZooError(f"cannot open storage {self.shown}: {first_line(error)}") from None
         raise AssertionError("unreachable")
+
+
+def storage_failure(error: BaseException) -> BaseException | None:
+    """The database error behind ``error``, or None. Optuna re-raises a lost connection as its own
+    StorageInternalError, or loses it behind an error of its own (an AssertionError, an UnboundLocalError) raised
+    while handling it, so the causes and contexts are searched too; SQLAlchemy's error is the one that says why."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    found: BaseException | None = None
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, SQLAlchemyError):
+            return current
+        if isinstance(current, optuna.exceptions.StorageInternalError):
+            found = found or current
+        current = current.__cause__ or current.__context__
+    return found
 
 
 def process_exists(pid: int) -> bool:

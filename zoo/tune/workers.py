@@ -32,6 +32,7 @@ from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial, TrialState
 from tqdm import tqdm
 
+from zoo.errors import ZooError
 from zoo.tune import interrupt
 from zoo.tune.objective import OVERRIDES_ATTR, PRUNED_AT_ATTR, SCORES_ATTR, Setup, run_trial
 from zoo.tune.storage import FAIL_REASON_ATTR, StorageSpec, hand_on_orphans
@@ -102,14 +103,17 @@ class Counts:
 
 def work(plan: Plan, storage: BaseStorage, on_poll: Callable[[optuna.Study], None] | None = None) -> None:
     """Run trials until the study has its trials, the deadline passes or too many fail (see the module doc)."""
-    study = load(plan, storage)
-    failed_at_start = Counts.of(study.get_trials(deepcopy=False)).failed
+    identity = plan.storage.file_identity()
+    with plan.storage.lost_as_error():
+        study = load(plan, storage)
+        failed_at_start = Counts.of(study.get_trials(deepcopy=False)).failed
     # Trials this worker failed for a dead worker are that worker's failures, retried here: not ours.
     handed_on = 0
     objective = partial(run_trial, setup=plan.setup, target=plan.target)
-    with interrupt.deferred():
+    with interrupt.deferred(), plan.storage.lost_as_error():
         while True:
             interrupt.check()
+            plan.storage.check_unchanged(identity)
             handed_on += len(hand_on_orphans(study, storage))
             counts = Counts.of(study.get_trials(deepcopy=False))
             if on_poll is not None:
@@ -134,6 +138,8 @@ def worker_main(plan: Plan) -> None:
         work(plan, plan.storage.open())
     except KeyboardInterrupt:
         sys.exit(130)
+    except ZooError:
+        sys.exit(2)  # the storage went away: the parent process, which follows the same study, says so in one line
 
 
 def run_processes(plan: Plan, jobs: int, progress: Progress, study: optuna.Study) -> list[int]:
@@ -142,8 +148,10 @@ def run_processes(plan: Plan, jobs: int, progress: Progress, study: optuna.Study
     processes = [context.Process(target=worker_main, args=(plan,), name=f"zoo-tune-{k}") for k in range(jobs)]
     for process in processes:
         process.start()
+    identity = plan.storage.file_identity()
     try:
         while any(process.is_alive() for process in processes):
+            plan.storage.check_unchanged(identity)
             progress.poll(study)
             time.sleep(POLL_SECONDS / 2)
     except KeyboardInterrupt:
@@ -159,9 +167,16 @@ def run_processes(plan: Plan, jobs: int, progress: Progress, study: optuna.Study
             if process.is_alive():
                 process.terminate()
                 process.join()
-        raise
-    finally:
         progress.poll(study)
+        raise
+    except Exception:
+        # The storage went away (or this process failed): the workers can record nothing more.
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.join()
+        raise
+    progress.poll(study)
     return [process.exitcode if process.exitcode is not None else -1 for process in processes]
 
 
