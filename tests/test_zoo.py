@@ -346,6 +346,15 @@ def test_benchmark_hyperparams_are_an_ablation_of_reinforce_alone(
     assert "2 runs, 2 already done, 0 to do" in capsys.readouterr().out
 
 
+def test_benchmark_outside_a_checkout_needs_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli(["benchmark", "--envs", "CartPole-v1", "--seeds", "1", "--table-only"]) == 2
+    assert "--out is needed here" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # no results tree made where the command ran
+
+
 def test_plot_range_leaves_out_the_untrained_outlier() -> None:
     from zoo.benchmark import curve_range
 

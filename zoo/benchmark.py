@@ -375,7 +375,9 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"CI mode: {QUICK_TIMESTEPS} steps, 2 seeds, CartPole-v1, into a temporary folder",
     )
     parser.add_argument(
-        "--out", default=None, help=f"results folder (default: {DEFAULT_OUT}; --quick: a temporary folder)"
+        "--out",
+        default=None,
+        help=f"results folder (default: {DEFAULT_OUT} in a checkout; --quick: a temporary folder)",
     )
     return parser
 
@@ -399,6 +401,12 @@ def main(argv: list[str] | None = None) -> int:
     for env_id in envs:
         check_env_id(env_id)
     temporary = tempfile.mkdtemp(prefix="zoo-benchmark-") if args.quick and args.out is None else None
+    if args.out is None and temporary is None and not Path(DEFAULT_OUT).is_dir():
+        # The default is the checkout's committed results: elsewhere it would scatter a results tree wherever
+        # the command happens to run.
+        raise ZooError(
+            f"--out is needed here: the default, {DEFAULT_OUT}, is the folder of a checkout of sb3-reinforce"
+        )
     out = make_folder(args.out or temporary or DEFAULT_OUT, "--out")
 
     tasks = []
