@@ -360,13 +360,13 @@ def test_push_all_reports_a_bad_folder_and_pushes_the_others(
     results = json.loads((broken / "results.json").read_text())
     del results["mean_reward"]
     (broken / "results.json").write_text(json.dumps(results))
-    write_manifest(broken)  # a manifest that agrees, so only the card's renderer meets the broken file
+    write_manifest(broken)  # a manifest that agrees, so only the check of results.json meets the broken file
 
     org = f"team{time.monotonic_ns() % 10**8}"
     with pytest.raises(ZooError, match=r"1 of 2 agents were not pushed: A-broken"):
         push_all_main(["--org", org, "--hub-cards", str(cards)])
     err = capsys.readouterr().err
-    assert f"error: {broken}: KeyError: 'mean_reward'" in err
+    assert f"error: {broken}: results.json is not an evaluation this zoo wrote: mean_reward None" in err
     assert "Traceback" not in err
     assert "config.json" in hub.files(f"{org}/reinforce-CartPole-v1")
 
@@ -441,3 +441,28 @@ def test_a_results_json_that_is_not_its_agents_evaluation_is_refused(
     files["results.json"] = json.dumps(results).encode()
     with pytest.raises(ZooError, match=r"results\.json is not an evaluation this zoo wrote: " + message):
         load_from_hub(serve(hub, files), device="cpu")
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda results: results.update(mean_reward=results["mean_reward"] + 100), "mean_reward .*its episodes give"),
+        (lambda results: results.update(std_reward=float("inf")), "std_reward inf"),
+        (lambda results: results.update(env_id="Other-v0"), "env_id 'Other-v0'"),
+        (lambda results: results.pop("mean_reward"), "mean_reward None"),
+    ],
+    ids=["inflated-mean", "inf-std", "other-env", "no-mean"],
+)
+def test_a_push_refuses_a_results_json_that_is_not_its_agents_evaluation(
+    run_dir: Path, tmp_path: Path, edit: Any, message: str
+) -> None:
+    # The push side checks what the pull side checks: before, an edited results.json (its manifest written again)
+    # was uploaded and its score shown on the card, or a missing mean was a KeyError.
+    folder = tmp_path / ENV_ID
+    package_agent(run_dir, ENV_ID, folder, record_video=False)
+    results = json.loads((folder / "results.json").read_text())
+    edit(results)
+    (folder / "results.json").write_text(json.dumps(results))
+    write_manifest(folder)
+    with pytest.raises(ZooError, match=r"results\.json is not an evaluation this zoo wrote: " + message):
+        push_folder(folder, "tester/edited")

@@ -119,7 +119,7 @@ def check_results(results: Any, env_id: str) -> dict[str, Any]:
     ):
         raise bad(f"episode_lengths is not {n} integers >= 1")
     for key, expected in (("mean_reward", statistics.fmean(rewards)), ("std_reward", statistics.pstdev(rewards))):
-        value = results.get(key, math.nan)
+        value: Any = results.get(key)
         if not is_number(value) or not math.isclose(value, expected, rel_tol=1e-6, abs_tol=1e-6):
             raise bad(f"{key} {value!r}, its episodes give {expected!r}")
     if not isinstance(results.get("deterministic"), bool):

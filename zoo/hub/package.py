@@ -38,6 +38,7 @@ from zoo.hub.layout import (
     MANIFEST_FILE,
     RESULTS_FILE,
     VIDEO_FILE,
+    check_results,
     parse_manifest,
     repo_name,
     verify_file,
@@ -215,6 +216,8 @@ def verify_package(folder: Path) -> tuple[dict[str, Any], list[str]]:
         if not (folder / name).is_file():
             raise ZooError(f"{folder} is not a complete agent package: {name} is missing")
     sb3_zip(folder, config, f"{folder} is not a complete agent package: the SB3 zip {{file!r}} is missing")
+    # What a pull checks, checked before the push: the card shows this score, and its episodes must give it.
+    check_results(read_json(folder / RESULTS_FILE), config["env_id"])
     load_agent(folder, device="cpu", config=config)
     return config, sorted(manifest)
 

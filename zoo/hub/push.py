@@ -26,7 +26,15 @@ from zoo.evaluate import DEFAULT_EVAL_SEED
 from zoo.folders import move_into_place, staging, write_atomically
 from zoo.hub import client
 from zoo.hub.card import format_metric, render_card
-from zoo.hub.layout import CARD_FILE, MANIFEST_FILE, RESULTS_FILE, parse_manifest, repo_name, write_manifest
+from zoo.hub.layout import (
+    CARD_FILE,
+    MANIFEST_FILE,
+    RESULTS_FILE,
+    check_results,
+    parse_manifest,
+    repo_name,
+    write_manifest,
+)
 from zoo.hub.package import MIN_EVAL_EPISODES, build_package, inventory, run_config_of, verify_package
 from zoo.normalization import VecNormalizeStats
 from zoo.runs import load_run
@@ -104,7 +112,8 @@ def _deliver(
 ) -> PushResult:
     """Write the staged ``folder`` to ``target`` (a dry run) or upload it to ``repo_id`` in one commit."""
     files, digests = inventory(folder)
-    results = read_json(folder / RESULTS_FILE)
+    config = read_config(folder)
+    results = check_results(read_json(folder / RESULTS_FILE), config["env_id"])
     result = PushResult(repo_id=repo_id, files=files, sha256=digests, results=results, warnings=list(warnings))
     if target is not None:
         if target.exists():
@@ -114,7 +123,6 @@ def _deliver(
         result.folder = target
         return result
     assert token is not None
-    config = read_config(folder)
     metric = format_metric(results["mean_reward"], results["std_reward"])
     message = commit_message or f"Push {config['algo']} agent for {config['env_id']}: mean_reward {metric}"
     result.commit, result.deleted, more = client.commit_folder(
