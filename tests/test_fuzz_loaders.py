@@ -1,5 +1,5 @@
-"""Hypothesis fuzzing of the zoo's four loaders of outside data: config.json (a downloaded agent), vec_normalize.json,
-a hyperparameter YAML file and ``--hyperparams``.
+"""Hypothesis fuzzing of the zoo's loaders of outside data: config.json (a downloaded agent), vec_normalize.json,
+a hyperparameter YAML file, ``--hyperparams``, a downloaded or packaged results.json and a benchmark record.
 
 Each example is either a valid document with a few fields replaced, removed or added, or arbitrary data or text.
 Whatever it is, the loader either returns or raises one ZooError naming the problem: never another exception, a
@@ -261,3 +261,58 @@ VALUES = st.builds(lambda value: yaml.safe_dump(value, default_flow_style=True).
 @example(items=["policy_kwargs=" + DEEP])
 def test_hyperparams_option(items: list[str], tmp_path: Path) -> None:
     only_zoo_errors(lambda: get_config("reinforce", "CartPole-v1", parse_overrides(items)).algorithm_kwargs(), tmp_path)
+
+
+RESULTS = {
+    "env_id": "CartPole-v1",
+    "n_eval_episodes": 2,
+    "episode_rewards": [1.0, 3.0],
+    "episode_lengths": [1, 3],
+    "mean_reward": 2.0,
+    "std_reward": 1.0,
+    "deterministic": True,
+}
+
+
+@FUZZ
+@given(data=st.data())
+@example(data=None)
+@example(data="huge")
+def test_results_json(data: Any, tmp_path: Path) -> None:
+    from zoo.agent_format import read_json
+    from zoo.hub.layout import check_results
+
+    if data == "huge":  # finite returns whose sum overflows a float
+        content = json.dumps({**RESULTS, "episode_rewards": [1.7e308, 1.7e308], "mean_reward": 1.7e308})
+    else:
+        content = DEEP if data is None else data.draw(documents(RESULTS))
+    path = tmp_path / "results.json"
+    write(path, content)
+    only_zoo_errors(lambda: check_results(read_json(path), "CartPole-v1"), tmp_path)
+
+
+def benchmark_record() -> dict[str, Any]:
+    return {
+        "algo": "reinforce",
+        "env_id": "CartPole-v1",
+        "seed": 0,
+        "n_timesteps": 100,
+        "mean_reward": 10.0,
+        "std_reward": 1.0,
+        "train_seconds": 1.0,
+        "train_cpu_seconds": 1.0,
+        "curve_timesteps": [50, 100],
+        "curve_mean_reward": [5.0, 10.0],
+    }
+
+
+@FUZZ
+@given(data=st.data())
+@example(data=None)
+def test_benchmark_record(data: Any, tmp_path: Path) -> None:
+    from zoo.benchmark import read_record
+
+    folder = tmp_path / "runs" / "reinforce" / "CartPole-v1" / "seed0"
+    folder.mkdir(parents=True, exist_ok=True)
+    write(folder / "result.json", DEEP if data is None else data.draw(documents(benchmark_record())))
+    only_zoo_errors(lambda: read_record(folder), tmp_path)

@@ -118,7 +118,11 @@ def check_results(results: Any, env_id: str) -> dict[str, Any]:
         or not all(isinstance(length, int) and not isinstance(length, bool) and length >= 1 for length in lengths)
     ):
         raise bad(f"episode_lengths is not {n} integers >= 1")
-    for key, expected in (("mean_reward", statistics.fmean(rewards)), ("std_reward", statistics.pstdev(rewards))):
+    try:
+        stats = (("mean_reward", statistics.fmean(rewards)), ("std_reward", statistics.pstdev(rewards)))
+    except OverflowError:
+        raise bad("episode_rewards are finite but too large to average as floats") from None
+    for key, expected in stats:
         value: Any = results.get(key)
         if not is_number(value) or not math.isclose(value, expected, rel_tol=1e-6, abs_tol=1e-6):
             raise bad(f"{key} {value!r}, its episodes give {expected!r}")
