@@ -8,7 +8,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from huggingface_hub import HfApi
+from huggingface_hub import HfApi, get_session
 
 from sb3_reinforce import Reinforce
 from tests.hub.support import TOKEN, push, repo, upload_agent, use_endpoint
@@ -101,3 +101,28 @@ def test_tampered_truncated_or_mismatched_files(published: str, hub: HubServer, 
     cached.write_bytes(cached.read_bytes()[:100])
     with pytest.raises(ZooError, match=r"corrupt or was modified"):
         load_from_hub(published)
+
+
+def test_timeouts_go_through_the_client_factory(published: str, hub: HubServer) -> None:
+    load_from_hub(published, device="cpu")
+    session = get_session()
+    hooks = list(session.event_hooks["request"])
+    assert client._apply_timeout in hooks  # built in by the factory the zoo gave huggingface_hub
+    load_from_hub(published, device="cpu", timeout=3)
+    assert get_session() is session
+    assert list(session.event_hooks["request"]) == hooks  # no operation edits the live session
+
+    request = session.build_request("GET", hub.url, timeout=None)
+    client._apply_timeout(request)
+    assert request.extensions["timeout"]["read"] is None  # outside a zoo operation, huggingface_hub's own
+    with client.request_timeout(2.5), client.request_timeout(4.0):
+        client._apply_timeout(request)
+        assert request.extensions["timeout"] == {"connect": 4.0, "read": 4.0, "write": 4.0, "pool": 4.0}
+
+
+def test_a_local_os_error_is_one_line(published: str, tmp_path: Path) -> None:
+    not_a_folder = tmp_path / "cache"
+    not_a_folder.write_text("a file where the cache should be")
+    with pytest.raises(ZooError, match=rf"download {published}: .*cache") as error:
+        load_from_hub(published, cache_dir=not_a_folder)
+    assert "\n" not in str(error.value)

@@ -6,9 +6,12 @@ retries) become :class:`zoo.errors.ZooError` with one line. The endpoint and the
 
 huggingface_hub retries file transfers itself, but not its API calls (create the repo, read its info, commit,
 list a revision), so a whole operation is retried here on a transient failure: a network error or HTTP 408, 429
-or 5xx. Its API calls also wait forever by default: every operation here runs under :func:`request_timeout`
-(``timeout`` seconds, :data:`DEFAULT_TIMEOUT_S` unless the caller says otherwise), so a Hub that accepts the
-connection and never answers is an error after the retries, not a hang.
+or 5xx. Its API calls also wait forever by default (they pass ``timeout=None``), so every request a zoo operation
+sends waits at most ``timeout`` seconds (:data:`DEFAULT_TIMEOUT_S` unless the caller says otherwise), through
+huggingface_hub's supported hook for this: :func:`huggingface_hub.set_client_factory`. The zoo's factory builds
+huggingface_hub's default client with one more request hook, which sets the timeout of each request while a zoo
+operation runs and does nothing otherwise; it is installed on the first operation, not on import. A Hub that
+accepts the connection and never answers is thus an error after the retries, not a hang.
 """
 
 from __future__ import annotations
@@ -16,22 +19,22 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
+import httpx2
 from huggingface_hub import (
     CommitOperationAdd,
     CommitOperationDelete,
     HfApi,
     constants,
-    get_session,
     get_token,
     hf_hub_download,
+    set_client_factory,
     snapshot_download,
 )
 from huggingface_hub.errors import (
@@ -44,6 +47,7 @@ from huggingface_hub.errors import (
     RevisionNotFoundError,
 )
 from huggingface_hub.utils import HFValidationError, validate_repo_id
+from huggingface_hub.utils._http import default_client_factory
 
 from zoo.agent_format import read_json
 from zoo.errors import ZooError, first_line
@@ -60,27 +64,24 @@ TRANSIENT_STATUS = {408, 429, 500, 502, 503, 504}
 # How long one request may wait for the Hub (to connect, or between two reads or writes), in seconds. A Hub that
 # accepts connections and never answers costs RETRY_ATTEMPTS * 8 s plus the backoffs (1 + 2 s): 27 s in all, near
 # huggingface_hub's own 10 s a request. The limit is between two reads or writes, not on a whole transfer, so a
-# slow but working Hub only needs to answer within it; --timeout raises it.
+# slow but working Hub only needs to answer within it; a caller's ``timeout`` raises it.
 DEFAULT_TIMEOUT_S = 8.0
 
+# The errors of a request that got no answer: the transport's (httpx2, the library of the client that
+# huggingface_hub's client factory returns) and the operating system's network errors. The first tuple is retried,
+# as huggingface_hub retries its own transfers; every other failure of the Hub is one of huggingface_hub.errors.
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    httpx2.TimeoutException,
+    httpx2.NetworkError,
+    httpx2.RemoteProtocolError,
+    ConnectionError,
+    TimeoutError,
+)
+TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (httpx2.TransportError, ConnectionError, TimeoutError)
 
-def _transport_errors() -> tuple[type[BaseException], ...]:
-    """Connection, timeout and protocol errors of the HTTP client huggingface_hub uses (httpx2 in 2.x, httpx in
-    1.x, requests before): already imported by huggingface_hub, so looked up rather than imported."""
-    names = {
-        "httpx2": ("TimeoutException", "NetworkError", "RemoteProtocolError"),
-        "httpx": ("TimeoutException", "NetworkError", "RemoteProtocolError"),
-        "requests": ("ConnectionError", "Timeout"),
-    }
-    errors: list[type[BaseException]] = [ConnectionError, TimeoutError]
-    for module_name, classes in names.items():
-        module = sys.modules.get(module_name)
-        errors += [getattr(module, name) for name in classes if module is not None and hasattr(module, name)]
-    return tuple(errors)
-
-
-TRANSPORT_ERRORS = _transport_errors()
-_TIMEOUT_LOCK = threading.RLock()  # one operation at a time sets the shared session's timeout
+_active_timeouts: list[float] = []  # one entry per zoo operation running now, in any thread
+_active_lock = threading.Lock()  # held only to add or remove an entry
+_factory_installed = False
 
 
 def check_timeout(timeout: float | None) -> float:
@@ -91,28 +92,47 @@ def check_timeout(timeout: float | None) -> float:
     return float(value)
 
 
+def _apply_timeout(request: httpx2.Request) -> None:
+    """Request hook of the zoo's client: while zoo operations run, each request waits at most the longest of their
+    timeouts (huggingface_hub sends some requests from worker threads, so the limit cannot follow one thread);
+    otherwise the request keeps the timeout huggingface_hub gave it."""
+    with _active_lock:
+        seconds = max(_active_timeouts, default=None)
+    if seconds is not None:
+        request.extensions["timeout"] = httpx2.Timeout(seconds).as_dict()
+
+
+def client_factory() -> httpx2.Client:
+    """The HTTP client huggingface_hub shares between its calls once the zoo ran an operation: its default client
+    (offline mode, request ids, redirects) with :func:`_apply_timeout` added before anyone uses it."""
+    client = default_client_factory()
+    hooks = client.event_hooks
+    client.event_hooks = {**hooks, "request": [*hooks.get("request", []), _apply_timeout]}
+    return client
+
+
+def _install_client_factory() -> None:
+    """Give huggingface_hub :func:`client_factory`, once per process (it closes the session it had)."""
+    global _factory_installed
+    with _active_lock:
+        if _factory_installed:
+            return
+        _factory_installed = True
+    set_client_factory(client_factory)
+
+
 @contextlib.contextmanager
 def request_timeout(seconds: float) -> Iterator[None]:
-    """Every request of huggingface_hub waits at most ``seconds`` for the Hub (to connect, read or write).
-
-    huggingface_hub passes ``timeout=None`` (wait forever) to most of its API calls, which overrides any default of
-    its shared HTTP session; so a request hook on that session sets each request's timeout while this runs (for
-    every request of the process: one operation at a time holds the hook).
-    """
-    limits = {"connect": seconds, "read": seconds, "write": seconds, "pool": seconds}
-
-    def set_timeout(request: Any) -> None:
-        request.extensions["timeout"] = dict(limits)
-
-    with _TIMEOUT_LOCK:
-        session = get_session()
-        hooks = session.event_hooks
-        session.event_hooks = {**hooks, "request": [*hooks["request"], set_timeout]}
-        try:
-            yield
-        finally:
-            current = session.event_hooks
-            session.event_hooks = {**current, "request": [h for h in current["request"] if h is not set_timeout]}
+    """Every request huggingface_hub sends while this runs waits at most ``seconds`` for the Hub (to connect, read
+    or write); operations in other threads are not held up (each request gets the longest limit of those running)."""
+    _install_client_factory()
+    with _active_lock:
+        _active_timeouts.append(seconds)
+    try:
+        yield
+    finally:
+        with _active_lock:
+            _active_timeouts.remove(seconds)
 
 
 def _timed_out(error: BaseException | None) -> bool:
@@ -120,7 +140,7 @@ def _timed_out(error: BaseException | None) -> bool:
     for _ in range(20):
         if error is None:
             return False
-        if "Timeout" in type(error).__name__ or isinstance(error, TimeoutError):
+        if isinstance(error, (httpx2.TimeoutException, TimeoutError)):
             return True
         error = error.__cause__ or error.__context__
     return False
@@ -153,7 +173,7 @@ def _is_transient(error: BaseException) -> bool:
     if isinstance(error, LocalEntryNotFoundError):
         # snapshot_download reports "Hub unreachable and nothing cached" this way, the network error as cause.
         return error.__cause__ is not None and _is_transient(error.__cause__)
-    return isinstance(error, TRANSPORT_ERRORS)
+    return isinstance(error, TRANSIENT_ERRORS)
 
 
 def retrying(action: Callable[[], T], what: str) -> T:
@@ -250,6 +270,8 @@ def hub_errors(
         raise ZooError(
             f"{what}: could not reach the Hub at {hub} after {RETRY_ATTEMPTS} attempts ({first_line(error)})"
         ) from None
+    except OSError as error:  # the local side: the cache or a staged file cannot be read or written
+        raise ZooError(f"{what}: {first_line(error)}") from None
 
 
 # ----------------------------------------------------------------------------------------------------------- token
