@@ -406,6 +406,43 @@ def test_hostile_overrides_are_one_line(flag: list[str], tmp_path: Path, capsys:
     one_error_line(capsys)
 
 
+DATE_VALUES = "only numbers, strings, booleans, null, lists and mappings are allowed"
+
+
+@pytest.mark.parametrize(
+    ("argv", "where"),
+    [
+        (["tune", "--env", "CartPole-v1", "--hyperparams", "gamma=2001-01-01"], "--hyperparams gamma is a date"),
+        (["tune", "--env", "CartPole-v1", "--enqueue", "{gamma: 2001-01-01}"], ": gamma is a date"),
+        (
+            ["tune", "--env", "CartPole-v1", "--enqueue", "{policy_kwargs: {net_arch: [4], at: 2001-01-01 10:00:00}}"],
+            ": policy_kwargs.at is a date and time",
+        ),
+        (
+            ["tune", "--env", "CartPole-v1", "--space", "space.yml"],
+            ": reinforce.default.gamma.categorical[1] is a date",
+        ),
+        (["train", "--env", "CartPole-v1", "--hyperparams", "gamma=2001-01-01"], "--hyperparams gamma is a date"),
+        (["train", "--env", "CartPole-v1", "--hyperparams", "learning_rate=!!binary aGk="], "is a binary value"),
+        (["benchmark", "--quick", "--out", "logs", "--hyperparams", "gamma=2001-01-01"], "gamma is a date"),
+    ],
+    ids=["tune-hyperparams", "tune-enqueue", "tune-enqueue-nested", "tune-space", "train", "train-binary", "benchmark"],
+)
+def test_a_value_json_cannot_hold_is_refused_with_its_key(
+    argv: list[str], where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # YAML reads 2001-01-01 as a date: before, tune and benchmark ended in "date is not JSON serializable" and
+    # train blamed gamma's range.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "space.yml").write_text("reinforce: {default: {gamma: {categorical: [0.9, 2001-01-01]}}}\n")
+    options = [] if "--out" in argv else ["--log-folder", "logs"]
+    assert cli([*argv, *options, "--n-timesteps", "100"]) == 2
+    line = one_error_line(capsys)
+    assert where in line
+    assert DATE_VALUES in line
+    assert not (tmp_path / "logs").exists()
+
+
 # --------------------------------------------------------------------------------------------------- leaks
 
 

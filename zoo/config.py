@@ -15,6 +15,7 @@ import copy
 import math
 import re
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -156,22 +157,44 @@ def safe_yaml(text: str, source: str) -> Any:
     return data
 
 
+# What the zoo keeps of YAML data: what JSON holds too (a study's attributes, result records and config.yml are
+# written as JSON or plain YAML). ``yaml.safe_load`` also makes dates (``2001-01-01``), binary values and sets;
+# they are refused with their key rather than read as text, which would hide a typo in a number.
+PLAIN_SCALARS = (str, bool, int, float, type(None))
+NOT_PLAIN = {"date": "a date", "datetime": "a date and time", "bytes": "a binary value", "set": "a set"}
+PLAIN_VALUES = "only numbers, strings, booleans, null, lists and mappings are allowed"
+
+
 def check_yaml_bounds(data: Any, source: str) -> None:
-    """ZooError if ``data`` nests deeper than MAX_YAML_DEPTH or holds more than MAX_YAML_VALUES values, counting
-    a value shared through an alias once per place it appears (as every later walk of it will)."""
-    stack: list[tuple[Any, int]] = [(data, 0)]
+    """ZooError if ``data`` nests deeper than MAX_YAML_DEPTH, holds more than MAX_YAML_VALUES values (counting a
+    value shared through an alias once per place it appears, as every later walk of it will), or holds a value
+    or key that is not plain data (a date, say), named by its place in ``data``."""
+    stack: list[tuple[Any, int, str]] = [(data, 0, "")]
     values = 0
     while stack:
-        value, depth = stack.pop()
+        value, depth, where = stack.pop()
         values += 1
         if values > MAX_YAML_VALUES:
             raise ZooError(f"{source} holds more than {MAX_YAML_VALUES:,} values (YAML aliases expand to them)")
         if depth > MAX_YAML_DEPTH:
             raise ZooError(f"{source} nests deeper than {MAX_YAML_DEPTH} levels")
         if isinstance(value, dict):
-            stack.extend((item, depth + 1) for pair in value.items() for item in pair)
+            for key, item in value.items():
+                place = f"{where}.{key}" if where else str(key)
+                _check_plain(key, f"{place} (a key)", source)
+                stack.append((item, depth + 1, place))
         elif isinstance(value, list):
-            stack.extend((item, depth + 1) for item in value)
+            stack.extend((item, depth + 1, f"{where}[{i}]") for i, item in enumerate(value))
+        else:
+            _check_plain(value, where, source)
+
+
+def _check_plain(value: Any, where: str, source: str) -> None:
+    if not isinstance(value, PLAIN_SCALARS):
+        kind = NOT_PLAIN.get(type(value).__name__, f"a {type(value).__name__}")
+        shown = (str(value) if isinstance(value, (date, datetime)) else repr(value))[:60]
+        name = f"{source}: {where}" if where else source
+        raise ZooError(f"{name} is {kind} ({shown}); {PLAIN_VALUES} (quote text)")
 
 
 def read_yaml_file(path: str | Path, source: str | None = None) -> Any:
