@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import uuid
 from pathlib import Path
 
 import pytest
 
+import zoo.hub as hub_package
 from tests.hub.support import ENV_ID, PUSHED, check_card, repo
 from tests.hub_server import HubServer
 from zoo.errors import ZooError
 from zoo.hub import enjoy_main, package_agent, push_all_main, push_main
+from zoo.hub.cli import in_flags
 
 
 def test_cli_push_and_enjoy(run_dir: Path, hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -95,3 +98,23 @@ def test_package_agent_and_push_all(
     shutil.copy(cards / ENV_ID / "config.json", cards / "empty" / "config.json")  # incomplete: no weights
     with pytest.raises(ZooError, match=r"1 of 2 agents were not pushed: empty"):
         push_all_main(["--org", org, "--hub-cards", str(cards), "--dry-run"])
+
+
+def test_the_library_names_parameters_and_the_commands_name_flags(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "full"
+    target.mkdir()
+    (target / "notes.txt").write_text("mine")
+    with pytest.raises(ZooError, match=r"^dry_run_dir .* is not empty; .* pass force=True to write into it"):
+        package_agent(run_dir, ENV_ID, target, record_video=False)
+    with pytest.raises(ZooError, match=r"^--dry-run .* is not empty; .* pass --force to write into it"):
+        push_main(["--model", str(run_dir), "--env", ENV_ID, "--repo-id", "tester/x", "--dry-run", str(target)])
+    with pytest.raises(ZooError, match=r"^--timeout must be a number of seconds > 0, got -1\.0"):
+        enjoy_main(["--repo-id", "tester/x", "--timeout", "-1"])
+    assert in_flags("timed out; allow more time (a larger timeout)").endswith("(a larger --timeout)")
+    assert in_flags("x is public; private=True does not change an existing repo").startswith("x is public; --private")
+    for module in ("card", "client", "layout", "package", "pull", "push", "video"):
+        source = (Path(hub_package.__file__).parent / f"{module}.py").read_text()
+        flags = re.findall(r"[\"' (]--[a-z][a-z-]+", source)
+        assert [flag for flag in flags if flag.strip("\"' (") not in ("--seed", "--algo", "--env")] == [], module

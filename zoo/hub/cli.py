@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from zoo.agent_format import CONFIG_JSON, read_config
@@ -33,6 +35,32 @@ PUSH_ALL = (
 )
 # push's options that go to push_to_hub under their own name
 PUSH_OPTIONS = ("private", "commit_message", "n_eval_episodes", "video_length", "eval_seed", "force", "timeout")
+# The library's messages name its parameters; the commands' name the flags that set them.
+FLAG_NAMES = (
+    ("dry_run_dir ", "--dry-run "),
+    ("force=True", "--force"),
+    ("private=True", "--private"),
+    ("a larger timeout", "a larger --timeout"),
+    ("timeout must be", "--timeout must be"),
+    ("n_eval_episodes must be", "--n-eval-episodes must be"),
+    ("package it with package_agent", "package it with zoo push --dry-run"),
+)
+
+
+def in_flags(message: str) -> str:
+    """``message`` of the library, with its parameter names replaced by the flags of the commands."""
+    for name, flag in FLAG_NAMES:
+        message = message.replace(name, flag)
+    return message
+
+
+@contextlib.contextmanager
+def _flag_names() -> Iterator[None]:
+    """A ZooError of the library, raised again in the commands' words (:func:`in_flags`)."""
+    try:
+        yield
+    except ZooError as error:
+        raise ZooError(in_flags(str(error))) from None
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -52,7 +80,7 @@ def _parser(command: str, description: str) -> argparse.ArgumentParser:
 
 def _print_warnings(warnings: list[str]) -> None:
     for message in warnings:
-        print(f"warning: {message}", file=sys.stderr)
+        print(f"warning: {in_flags(message)}", file=sys.stderr)
 
 
 def _add_timeout(parser: argparse.ArgumentParser) -> None:
@@ -112,9 +140,10 @@ def push_main(argv: list[str]) -> int:
     if args.force and args.dry_run is None:
         raise ZooError("--force only applies to --dry-run DIR")
     options = {name: getattr(args, name) for name in PUSH_OPTIONS}
-    result = push_run(
-        args.model, args.env, args.repo_id, dry_run_dir=args.dry_run, record_video=not args.no_video, **options
-    )
+    with _flag_names():
+        result = push_run(
+            args.model, args.env, args.repo_id, dry_run_dir=args.dry_run, record_video=not args.no_video, **options
+        )
     _print_warnings(result.warnings)
     metric = format_metric(result.results["mean_reward"], result.results["std_reward"])
     if result.folder is not None:
@@ -158,9 +187,10 @@ def enjoy_main(argv: list[str]) -> int:
     if args.episodes < 1:
         raise ZooError(f"--episodes must be >= 1, got {args.episodes}")
     check_seed(args.seed, "--seed")
-    agent = load_from_hub(
-        args.repo_id, args.revision, allow_pickle=args.allow_pickle, device=args.device, timeout=args.timeout
-    )
+    with _flag_names():
+        agent = load_from_hub(
+            args.repo_id, args.revision, allow_pickle=args.allow_pickle, device=args.device, timeout=args.timeout
+        )
     env_kwargs = None
     if agent.env_kwargs and (args.env is None or args.env == agent.env_id):
         if args.use_env_kwargs:
@@ -233,7 +263,7 @@ def push_all_main(argv: list[str]) -> int:
             _print_warnings(result.warnings)
             print(f"pushed {folder} to {result.url} at commit {result.commit}")
         except Exception as error:  # one bad folder is reported, and the others are still pushed
-            message = str(error) if isinstance(error, ZooError) else first_line(error)
+            message = in_flags(str(error)) if isinstance(error, ZooError) else first_line(error)
             print(f"error: {folder}: {message}", file=sys.stderr)
             failures.append(folder.name)
     if failures:

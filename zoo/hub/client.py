@@ -224,7 +224,7 @@ def hub_errors(
             if _timed_out(error) and not isinstance(error, (ZooError, OfflineModeIsEnabled)):
                 raise ZooError(
                     f"{what}: the Hub at {hub} did not answer within {timeout:g} s, {RETRY_ATTEMPTS} times; "
-                    "try again later, or allow more time (--timeout)"
+                    "try again later, or allow more time (a larger timeout)"
                 ) from None
             raise
     except ZooError:
@@ -343,7 +343,7 @@ def commit_folder(
         assert info.sha is not None
         existing = [sibling.rfilename for sibling in info.siblings or []]
         if private and info.private is False and not any("public" in w for w in warnings):
-            warnings.append(f"{repo_id} already exists and is public; --private does not change an existing repo")
+            warnings.append(f"{repo_id} already exists and is public; private=True does not change an existing repo")
         owned = _owned_files(api, repo_id, info.sha, existing)
         others = sorted(path for path in existing if path not in names and path != ".gitattributes")
         if owned is None and others and not any("left in place" in w for w in warnings):

@@ -203,9 +203,7 @@ def verify_package(folder: Path) -> tuple[dict[str, Any], list[str]]:
     """Check a packaged folder (its manifest, every file it lists with its size and hash, the weights loadable);
     return its config.json and the files of the package: the ones its manifest lists, nothing else of the folder."""
     if not (folder / MANIFEST_FILE).is_file():
-        raise ZooError(
-            f"{folder} is not an agent package: it has no {MANIFEST_FILE} (package it with zoo push --dry-run)"
-        )
+        raise ZooError(f"{folder} is not an agent package: it has no {MANIFEST_FILE} (package it with package_agent)")
     manifest = parse_manifest(read_json(folder / MANIFEST_FILE), str(folder / MANIFEST_FILE))
     for name in manifest:
         if (folder / name).is_symlink():

@@ -91,8 +91,7 @@ class HubAgent:
         env_id = env_id or self.env_id
         if env_kwargs is None and self.env_kwargs and env_id == self.env_id:
             logger.warning(
-                "%s was trained with env_kwargs %s; they are not applied (pass env_kwargs=agent.env_kwargs, or "
-                "--use-env-kwargs to zoo enjoy)",
+                "%s was trained with env_kwargs %s; they are not applied (pass env_kwargs=agent.env_kwargs)",
                 self.repo_id,
                 self.env_kwargs,
             )

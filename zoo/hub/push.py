@@ -65,14 +65,14 @@ def _dry_run_target(target: Path, *, force: bool, protected: Path | None) -> Pat
         run_dir = protected.resolve()
         if resolved == run_dir or run_dir in resolved.parents or resolved in run_dir.parents:
             raise ZooError(
-                f"--dry-run {target}: that is, or is inside or around, the run folder {protected} of the model; "
+                f"dry_run_dir {target}: that is, or is inside or around, the run folder {protected} of the model; "
                 "choose a folder of its own"
             )
     if resolved.exists() and not resolved.is_dir():
-        raise ZooError(f"--dry-run {target} exists and is not a folder")
+        raise ZooError(f"dry_run_dir {target} exists and is not a folder")
     if resolved.is_dir() and any(resolved.iterdir()) and not force:
         raise ZooError(
-            f"--dry-run {target} is not empty; choose a new or empty folder, or pass --force to write into it "
+            f"dry_run_dir {target} is not empty; choose a new or empty folder, or pass force=True to write into it "
             f"(replacing only the files it writes and those an earlier dry run listed in its {MANIFEST_FILE})"
         )
     return resolved
