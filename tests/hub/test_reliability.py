@@ -33,6 +33,7 @@ from zoo.errors import ZooError
 from zoo.evaluate import evaluate_episodes
 from zoo.hub import load_from_hub, package_agent, push_all_main, push_folder
 from zoo.hub.layout import write_manifest
+from zoo.hub.pull import choose_env_kwargs
 
 NORMALIZED = {"norm_obs": True, "norm_reward": True}
 
@@ -274,6 +275,31 @@ def test_downloaded_env_kwargs_are_not_applied_silently(
         assert evaluate_episodes(agent.model, env, 3)[1] == [3, 3, 3]
     finally:
         env.close()
+
+
+def test_one_rule_decides_the_env_kwargs_for_the_library_and_enjoy(
+    agent_files: dict[str, bytes], hub: HubServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo_id = serve(hub, agent_files, config=set_in(("env_kwargs",), {"max_episode_steps": 3}))
+    agent = load_from_hub(repo_id, device="cpu")
+    assert choose_env_kwargs(agent) == (
+        {},
+        f"{repo_id} was trained with env_kwargs {{'max_episode_steps': 3}}; they are not applied",
+    )
+    assert choose_env_kwargs(agent, ENV_ID, apply=True)[0] == {"max_episode_steps": 3}
+    assert choose_env_kwargs(agent, "Acrobot-v1", apply=True) == ({}, None)  # another env: never applied
+    plain = load_from_hub(serve(hub, agent_files), device="cpu")
+    assert choose_env_kwargs(plain, apply=True) == ({}, None)
+
+    capsys.readouterr()
+    assert cli(["enjoy", "--repo-id", repo_id, "--episodes", "2", "--device", "cpu"]) == 0
+    out, err = capsys.readouterr()
+    assert "they are not applied (--use-env-kwargs applies them)" in err
+    assert cli(["enjoy", "--repo-id", repo_id, "--episodes", "2", "--device", "cpu", "--use-env-kwargs"]) == 0
+    out, err = capsys.readouterr()
+    assert "applying the env_kwargs {'max_episode_steps': 3}" in out
+    assert "mean_reward 3.00 +/- 0.00" in out
+    assert "not applied" not in err
 
 
 def test_sizes_are_checked_before_anything_big_is_allocated(

@@ -19,7 +19,7 @@ into place when complete.
 from zoo.hub.card import TEMPLATE_PATH, format_metric, render_card
 from zoo.hub.cli import enjoy_main, packaged_folders, push_all_main, push_main
 from zoo.hub.package import verify_package
-from zoo.hub.pull import HubAgent, load_from_hub
+from zoo.hub.pull import HubAgent, choose_env_kwargs, load_from_hub
 from zoo.hub.push import PushResult, package_agent, push_folder, push_run, push_to_hub
 from zoo.hub.video import record_replay
 
@@ -27,6 +27,7 @@ __all__ = [
     "TEMPLATE_PATH",
     "HubAgent",
     "PushResult",
+    "choose_env_kwargs",
     "enjoy_main",
     "format_metric",
     "load_from_hub",

@@ -16,7 +16,7 @@ from zoo.hub import client
 from zoo.hub.card import format_metric, human_size, render_card
 from zoo.hub.layout import repo_name
 from zoo.hub.package import MIN_EVAL_EPISODES, verify_package
-from zoo.hub.pull import load_from_hub
+from zoo.hub.pull import choose_env_kwargs, load_from_hub
 from zoo.hub.push import push_folder, push_run
 from zoo.hub.video import DEFAULT_VIDEO_LENGTH, MUJOCO_VIDEO_LENGTH
 
@@ -191,18 +191,11 @@ def enjoy_main(argv: list[str]) -> int:
         agent = load_from_hub(
             args.repo_id, args.revision, allow_pickle=args.allow_pickle, device=args.device, timeout=args.timeout
         )
-    env_kwargs = None
-    if agent.env_kwargs and (args.env is None or args.env == agent.env_id):
-        if args.use_env_kwargs:
-            env_kwargs = agent.env_kwargs
-            print(f"applying the agent's env_kwargs {env_kwargs}")
-        else:
-            env_kwargs = {}
-            print(
-                f"warning: the agent was trained with env_kwargs {agent.env_kwargs}; not applied "
-                "(--use-env-kwargs applies them)",
-                file=sys.stderr,
-            )
+    env_kwargs, note = choose_env_kwargs(agent, args.env, apply=args.use_env_kwargs)
+    if note is not None and args.use_env_kwargs:
+        print(note)
+    elif note is not None:
+        print(f"warning: {note} (--use-env-kwargs applies them)", file=sys.stderr)
     mean, std = agent.evaluate(
         args.episodes,
         deterministic=not args.stochastic,

@@ -85,16 +85,16 @@ class HubAgent:
         render_mode: str | None = None,
         env_kwargs: dict[str, Any] | None = None,
     ) -> VecEnv:
-        """The agent's env (or ``env_id``) as registered, wrapped in its frozen VecNormalize statistics when it has
-        them. ``env_kwargs`` are applied as given: the downloaded ones (:attr:`env_kwargs`) only when passed, since
-        they can change what a score means (``max_episode_steps``); leaving them out is logged as a warning."""
+        """The agent's env (or ``env_id``) wrapped in its frozen VecNormalize statistics when it has them.
+
+        ``env_kwargs``: exactly the ones to make the env with (``{}``: the env as registered); None leaves the choice
+        to :func:`choose_env_kwargs`, which applies none and logs a warning when the agent was trained with some.
+        """
         env_id = env_id or self.env_id
-        if env_kwargs is None and self.env_kwargs and env_id == self.env_id:
-            logger.warning(
-                "%s was trained with env_kwargs %s; they are not applied (pass env_kwargs=agent.env_kwargs)",
-                self.repo_id,
-                self.env_kwargs,
-            )
+        if env_kwargs is None:
+            env_kwargs, note = choose_env_kwargs(self, env_id)
+            if note is not None:
+                logger.warning("%s (pass env_kwargs=agent.env_kwargs)", note)
         return make_eval_env(
             self.model, env_id, env_kwargs, self.vec_normalize_stats, n_envs=n_envs, seed=seed, render_mode=render_mode
         )
@@ -116,6 +116,20 @@ class HubAgent:
         finally:
             env.close()
         return float(np.mean(rewards)), float(np.std(rewards))
+
+
+def choose_env_kwargs(
+    agent: HubAgent, env_id: str | None = None, *, apply: bool = False
+) -> tuple[dict[str, Any], str | None]:
+    """The one rule for the ``env_kwargs`` a downloaded agent was trained with: they are applied only when asked
+    (``apply``), since they can change what a score means (``max_episode_steps``), and only to the agent's own env
+    (``env_id`` None or its id). Returns the env_kwargs to make the env with (``{}``: the env as registered) and,
+    when the agent has env_kwargs and ``env_id`` is its env, one sentence saying whether they are applied."""
+    if not agent.env_kwargs or (env_id is not None and env_id != agent.env_id):
+        return {}, None
+    if apply:
+        return agent.env_kwargs, f"applying the env_kwargs {agent.env_kwargs} that {agent.repo_id} was trained with"
+    return {}, f"{agent.repo_id} was trained with env_kwargs {agent.env_kwargs}; they are not applied"
 
 
 def load_from_hub(
