@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import multiprocessing
 import os
 import shlex
@@ -47,8 +46,7 @@ from zoo.config import (
 )
 from zoo.errors import ZooError, first_line
 from zoo.folders import make_folder, move_into_place, write_atomically
-from zoo.measure import FINAL_EVAL_EPISODES, measured_run
-from zoo.normalization import is_number
+from zoo.measure import FINAL_EVAL_EPISODES, check_record, measured_run
 from zoo.runs import CONFIG_YML, RESULT_FILE, VEC_NORMALIZE_PKL
 
 QUICK_ENVS = ["CartPole-v1"]
@@ -88,7 +86,7 @@ def train_to_staging(task: Task, scratch: Path) -> tuple[dict[str, Any], Path]:
     config = get_config(task.algo, task.env_id, task.overrides())
     command = f"python -m zoo benchmark --envs {task.env_id}" + hyperparams_flag(task.hyperparams)
     result, scores = measured_run(config, task.seed, str(scratch), command)
-    record = {"algo": task.algo, "env_id": task.env_id, "seed": task.seed, **scores}
+    record = check_record({"algo": task.algo, "env_id": task.env_id, "seed": task.seed, **scores})
     staging = scratch / "staging"
     staging.mkdir()
     for name in (result.model_path.name, CONFIG_YML, VEC_NORMALIZE_PKL):
@@ -123,38 +121,17 @@ def interquartile_mean(values: list[float]) -> float:
     return float(ordered[cut : n - cut].mean())
 
 
-# What result.json must hold for the table: the fields it reads, and their types.
-RECORD_FIELDS: dict[str, tuple[type, ...]] = {
-    "algo": (str,),
-    "env_id": (str,),
-    "seed": (int,),
-    "n_timesteps": (int,),
-    "mean_reward": (int, float),
-    "std_reward": (int, float),
-    "train_seconds": (int, float),
-    "train_cpu_seconds": (int, float),
-    "curve_timesteps": (list,),
-    "curve_mean_reward": (list,),
-}
-
-
 def read_record(folder: Path) -> dict[str, Any]:
     """The result.json of a finished run, or a ZooError saying why it is corrupt."""
     path = folder / RESULT_FILE
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
         raise ZooError(f"{path} is corrupt ({first_line(error)})") from None
-    if not isinstance(record, dict):
-        raise ZooError(f"{path} is corrupt (not a mapping)")
-    for key, types in RECORD_FIELDS.items():
-        if not isinstance(record.get(key), types) or isinstance(record.get(key), bool):
-            raise ZooError(f"{path} is corrupt ({key} is {record.get(key)!r})")
-        if isinstance(record[key], float) and not math.isfinite(record[key]):
-            raise ZooError(f"{path} is corrupt ({key} is {record[key]!r})")
-    curve = record["curve_mean_reward"]
-    if len(curve) != len(record["curve_timesteps"]) or not all(map(is_number, curve)):
-        raise ZooError(f"{path} is corrupt (its learning curve is not one finite number per evaluation)")
+    try:
+        record = check_record(data)
+    except ZooError as error:
+        raise ZooError(f"{path} is corrupt ({error})") from None
     filed_under = (folder.parent.parent.name, folder.parent.name, folder.name)
     if (record["algo"], record["env_id"], f"seed{record['seed']}") != filed_under:
         raise ZooError(

@@ -8,19 +8,54 @@ through :func:`measured_run`, so their numbers compare.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
 from zoo.config import RunConfig
+from zoo.errors import ZooError
 from zoo.machine import cpu_model
+from zoo.normalization import is_number
 from zoo.runs import EVALUATIONS_FILE
 from zoo.train import TrainResult, train
 
 FINAL_EVAL_EPISODES = 20
 CURVE_EVAL_EPISODES = 5
 CURVE_POINTS = 20
+
+# A run's record (a benchmark run's result.json): what measured_run measures, with the run's algorithm, env and
+# seed. The writer checks it as the readers do, so a record that would be refused is never written.
+RECORD_FIELDS: dict[str, tuple[type, ...]] = {
+    "algo": (str,),
+    "env_id": (str,),
+    "seed": (int,),
+    "n_timesteps": (int,),
+    "mean_reward": (int, float),
+    "std_reward": (int, float),
+    "train_seconds": (int, float),
+    "train_cpu_seconds": (int, float),
+    "curve_timesteps": (list,),
+    "curve_mean_reward": (list,),
+}
+
+
+def check_record(record: Any) -> dict[str, Any]:
+    """``record`` if it has every field of :data:`RECORD_FIELDS`, finite, with one curve point per evaluation;
+    otherwise a ZooError naming the first field that is wrong."""
+    if not isinstance(record, dict):
+        raise ZooError("not a mapping")
+    for key, types in RECORD_FIELDS.items():
+        value = record.get(key)
+        if not isinstance(value, types) or isinstance(value, bool):
+            raise ZooError(f"{key} is {value!r}"[:300])
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ZooError(f"{key} is {value!r}")
+    curve = record["curve_mean_reward"]
+    if len(curve) != len(record["curve_timesteps"]) or not all(map(is_number, curve)):
+        raise ZooError("its learning curve is not one finite number per evaluation")
+    return record
 
 
 def measured_run(
