@@ -9,6 +9,7 @@ as the handing worker's failure); waits (a silent Hub).
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import re
@@ -23,7 +24,7 @@ import optuna
 import pytest
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
-from optuna.trial import TrialState
+from optuna.trial import FrozenTrial, TrialState
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_reinforce import Reinforce
@@ -34,7 +35,15 @@ from zoo.benchmark import read_record
 from zoo.cli import main as cli
 from zoo.errors import ZooError
 from zoo.hub import client
-from zoo.tune.storage import WORKER_ATTR
+from zoo.tune.storage import (
+    FAIL_REASON_ATTR,
+    HEARTBEAT_ATTR,
+    WORKER_ATTR,
+    WORKER_MACHINE_ATTR,
+    hand_on_orphans,
+    heartbeat,
+    machine_identity,
+)
 
 TINY = {"net_arch": [4]}
 
@@ -229,6 +238,75 @@ def test_a_retry_taken_over_from_a_dead_worker_is_not_this_workers_failure(
     study = optuna.load_study(study_name="dead", storage=JournalStorage(JournalFileBackend(str(journal))))
     states = [trial.state for trial in study.trials]
     assert states == [TrialState.FAIL, TrialState.COMPLETE]
+    assert isinstance(study.trials[1].system_attrs.get(HEARTBEAT_ATTR), float)  # its worker's sign of life
+
+
+def running_trial(
+    study: optuna.Study, worker: str, started: float, heartbeat: float | None, machine: str | None = None
+) -> int:
+    """A RUNNING trial written into ``study`` as a worker elsewhere would leave it; its number."""
+    system_attrs = {} if heartbeat is None else {HEARTBEAT_ATTR: heartbeat}
+    user_attrs = {WORKER_ATTR: worker, **({} if machine is None else {WORKER_MACHINE_ATTR: machine})}
+    start = datetime.datetime.fromtimestamp(started)
+    study.add_trial(
+        FrozenTrial(len(study.trials), TrialState.RUNNING, None, start, None, {}, {}, user_attrs, system_attrs, {}, 0)
+    )
+    return len(study.trials) - 1
+
+
+def test_a_journal_trial_of_another_host_is_handed_on_once_its_heartbeat_is_stale(tmp_path: Path) -> None:
+    # Before, a trial of another host (or container) was never handed on: only a PID on this host was checked.
+    storage = JournalStorage(JournalFileBackend(str(tmp_path / "study.journal")))
+    study = optuna.create_study(storage=storage, study_name="hosts", direction="maximize")
+    now = time.time()
+    stale = running_trial(study, "elsewhere:4242", started=now - 600, heartbeat=now - 60)
+    fresh = running_trial(study, "elsewhere:4243", started=now - 600, heartbeat=now - 5)
+    running_trial(study, "elsewhere:4244", started=now - 600, heartbeat=None)  # a worker that sends none
+    restarted = running_trial(study, "elsewhere:4245", started=now - 5, heartbeat=now - 600)  # a retry's old beat
+    assert hand_on_orphans(study, storage, grace_period=30) == [stale]
+    trials = study.get_trials()
+    assert trials[fresh].state == trials[restarted].state == TrialState.RUNNING
+    assert trials[stale].state == TrialState.FAIL
+    assert re.fullmatch(
+        r"its worker elsewhere:4242 sent no heartbeat for 6\d s \(the limit is 30 s\)",
+        trials[stale].user_attrs[FAIL_REASON_ATTR],
+    )
+    retry = trials[-1]
+    assert retry.state == TrialState.WAITING
+    assert retry.system_attrs["failed_trial"] == stale
+    assert HEARTBEAT_ATTR not in retry.system_attrs  # nothing of the dead worker's passes the retry off as its trial
+    assert WORKER_ATTR not in retry.user_attrs
+    assert hand_on_orphans(study, storage, grace_period=30) == []
+
+
+def test_a_journal_trial_of_a_container_that_shares_the_host_name_is_judged_by_its_heartbeat(tmp_path: Path) -> None:
+    # Same host name, another PID namespace: its PID means nothing here, so a live worker is not taken for dead.
+    storage = JournalStorage(JournalFileBackend(str(tmp_path / "study.journal")))
+    study = optuna.create_study(storage=storage, study_name="containers", direction="maximize")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    now, worker, container = time.time(), f"{socket.gethostname()}:{dead.pid}", "another-boot/pid:[1]"
+    alive = running_trial(study, worker, started=now - 600, heartbeat=now - 5, machine=container)
+    gone = running_trial(study, worker, started=now - 600, heartbeat=now - 60, machine=container)
+    here = running_trial(study, worker, started=now - 600, heartbeat=now - 5, machine=machine_identity())
+    assert hand_on_orphans(study, storage, grace_period=30) == [gone, here]  # here: the PID check, at once
+    assert study.get_trials()[alive].state == TrialState.RUNNING
+
+
+def test_a_heartbeat_is_refreshed_until_the_trial_ends(tmp_path: Path) -> None:
+    storage = JournalStorage(JournalFileBackend(str(tmp_path / "study.journal")))
+    study = optuna.create_study(storage=storage, study_name="beats", direction="maximize")
+    trial = study.ask()
+    with heartbeat(storage, trial._trial_id, interval=0.05):
+        first = study.trials[0].system_attrs[HEARTBEAT_ATTR]
+        time.sleep(0.5)
+        last = study.trials[0].system_attrs[HEARTBEAT_ATTR]
+    assert last > first
+    time.sleep(0.2)
+    assert study.trials[0].system_attrs[HEARTBEAT_ATTR] == last
+    study.tell(trial, 1.0)
+    with heartbeat(storage, trial._trial_id, interval=0.05):  # a finished trial: no beat, no error
+        time.sleep(0.1)
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,16 @@ from zoo.machine import cpu_model
 from zoo.measure import FINAL_EVAL_EPISODES, measured_run
 from zoo.tune import interrupt
 from zoo.tune.space import POLICY_KWARGS, SearchSpace, apply, suggest, with_overrides
-from zoo.tune.storage import FAIL_REASON_ATTR, WORKER_ATTR, WORKER_PROCESS_ATTR, process_identity, worker_id
+from zoo.tune.storage import (
+    FAIL_REASON_ATTR,
+    WORKER_ATTR,
+    WORKER_MACHINE_ATTR,
+    WORKER_PROCESS_ATTR,
+    heartbeat,
+    machine_identity,
+    process_identity,
+    worker_id,
+)
 
 # The trial's user attributes, read by the report and the export.
 OVERRIDES_ATTR = "overrides"  # an enqueued trial's overrides, in --hyperparams syntax
@@ -104,6 +113,13 @@ def run_trial(trial: optuna.Trial, setup: Setup, target: int) -> float:
     """The objective: train the trial's configuration on each seed and return the mean final score."""
     trial.set_user_attr(WORKER_ATTR, worker_id())
     trial.set_user_attr(WORKER_PROCESS_ATTR, process_identity(os.getpid()))
+    trial.set_user_attr(WORKER_MACHINE_ATTR, machine_identity())
+    with heartbeat(trial.storage, trial._trial_id):
+        return train_trial(trial, setup, target)
+
+
+def train_trial(trial: optuna.Trial, setup: Setup, target: int) -> float:
+    """The trial's work, its failure reason recorded."""
     try:
         check_not_surplus(trial, target)
         overrides = dict(trial.user_attrs.get(OVERRIDES_ATTR, {}))

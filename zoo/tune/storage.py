@@ -9,15 +9,21 @@
   (:class:`optuna.storages.RetryHeartbeatStaleTrialCallback`) with the same parameters.
   A plain path instead of a URL is a journal file.
 
-A journal has no heartbeat. There, each trial records its worker (``host:pid``, the :data:`WORKER_ATTR` user
-attribute) and a RUNNING trial whose process no longer exists on this host is failed and re-queued the same way.
+A journal has no heartbeat of Optuna's. There, each trial records its worker (``host:pid``, the :data:`WORKER_ATTR`
+user attribute), the process's start time and boot, and the machine (boot and PID namespace) its PID means something
+on; and its worker refreshes a heartbeat (:func:`heartbeat`, the :data:`HEARTBEAT_ATTR` system attribute) every
+:data:`JOURNAL_HEARTBEAT_SECONDS`. A RUNNING trial is failed and re-queued the same way as on a database when its
+worker's process no longer exists on this machine (seen at once), or, on any host or container, when its last
+heartbeat is older than :data:`JOURNAL_GRACE_SECONDS`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import socket
+import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -27,7 +33,7 @@ from pathlib import Path
 import optuna
 from optuna.storages import BaseStorage, JournalStorage, RDBStorage, RetryHeartbeatStaleTrialCallback
 from optuna.storages.journal import JournalFileBackend
-from optuna.trial import TrialState
+from optuna.trial import FrozenTrial, TrialState
 
 from zoo.errors import ZooError, first_line
 from zoo.folders import check_file_path, make_folder
@@ -37,6 +43,16 @@ WORKER_ATTR = "worker"
 # The worker process's identity beside its PID (process_identity), so a PID that a new process reuses does not pass
 # for the dead worker.
 WORKER_PROCESS_ATTR = "worker_process"
+# The machine a worker's PID means something on: its boot and PID namespace. Two containers may share a host name
+# (host networking) but not their PIDs: a trial of another machine is judged by its heartbeat only.
+WORKER_MACHINE_ATTR = "worker_machine"
+HEARTBEAT_ATTR = "heartbeat"  # a journal trial's system attribute: time.time() of its worker's last sign of life
+# A journal worker's heartbeat: a record every 15 s costs nothing beside a trial's minutes. A trial is handed on
+# after 3 missed beats (45 s), so that a worker slowed by a busy disk or a loaded machine is not taken for dead,
+# while a dead one's trial runs again within a minute. Hosts sharing a journal need clocks that agree to well
+# within that (NTP keeps them within milliseconds); a trial that has just started is never judged stale.
+JOURNAL_HEARTBEAT_SECONDS = 15.0
+JOURNAL_GRACE_SECONDS = 3 * JOURNAL_HEARTBEAT_SECONDS
 FAIL_REASON_ATTR = "fail_reason"
 MAX_RETRY = 2  # a trial whose worker keeps dying (out of memory, say) is retried twice, then left failed
 OPEN_ATTEMPTS = 3  # workers starting together on a fresh database may race to create Optuna's tables
@@ -60,6 +76,43 @@ def process_identity(pid: int) -> str | None:
     except (OSError, IndexError):
         return None
     return f"{boot}:{start}"
+
+
+def machine_identity() -> str | None:
+    """This process's machine as far as its PIDs go: the boot and the PID namespace; None where /proc cannot say."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        return f"{boot}/{os.readlink('/proc/self/ns/pid')}"
+    except OSError:
+        return None
+
+
+@contextlib.contextmanager
+def heartbeat(storage: BaseStorage, trial_id: int, interval: float = JOURNAL_HEARTBEAT_SECONDS) -> Iterator[None]:
+    """Refresh the trial's :data:`HEARTBEAT_ATTR` now and every ``interval`` seconds, in a daemon thread, until
+    the block ends. Nothing on an RDB storage (Optuna's own heartbeat runs there). A beat that fails (the trial was
+    handed on, the storage is gone) stops the beats: the trial's own writes say what happened."""
+    if isinstance(storage, RDBStorage):
+        yield
+        return
+    stop = threading.Event()
+
+    def beat() -> None:
+        while True:
+            try:
+                storage.set_trial_system_attr(trial_id, HEARTBEAT_ATTR, time.time())
+            except Exception:
+                return
+            if stop.wait(interval):
+                return
+
+    thread = threading.Thread(target=beat, name="zoo-tune-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(interval)
 
 
 def cut_torn_tail(journal: Path) -> Path | None:
@@ -253,13 +306,15 @@ def worker_alive(pid: int, attrs: dict[str, object]) -> bool:
     return identity is None or identity == process_identity(pid)
 
 
-def hand_on_orphans(study: optuna.Study, storage: BaseStorage) -> list[int]:
+def hand_on_orphans(
+    study: optuna.Study, storage: BaseStorage, grace_period: float = JOURNAL_GRACE_SECONDS
+) -> list[int]:
     """Fail the RUNNING trials whose worker died, and re-queue them; the numbers of those failed.
 
-    With a heartbeat (RDB storages), Optuna's own check does it. On a journal, a trial whose worker process
-    (recorded on this host) no longer exists, or whose PID now belongs to another process (another start time or
-    boot), is failed and re-queued with the same callback. A journal trial of another host cannot be checked from
-    here: its own host's workers hand it on.
+    With a heartbeat (RDB storages), Optuna's own check does it. On a journal, a trial is handed on when its worker
+    ran on this machine (host name, boot and PID namespace) and its process no longer exists, or its PID now
+    belongs to another process (another start time); or, wherever it ran, when its last heartbeat and its start
+    are both older than ``grace_period`` seconds. A trial with no heartbeat from another machine is left alone.
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -268,21 +323,49 @@ def hand_on_orphans(study: optuna.Study, storage: BaseStorage) -> list[int]:
             optuna.storages.fail_stale_trials(study)
             now_failed = study.get_trials(deepcopy=False, states=(TrialState.FAIL,))
             return sorted(t.number for t in now_failed if t.number in before)
-        host = socket.gethostname()
+        host, machine = socket.gethostname(), machine_identity()
         failed = []
         retry = RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY)
         study_id = storage.get_study_id_from_name(study.study_name)
         for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-            worker_host, _, pid = str(trial.user_attrs.get(WORKER_ATTR, "")).rpartition(":")
-            if worker_host != host or not pid.isdigit() or worker_alive(int(pid), trial.user_attrs):
+            reason = orphan_reason(trial, host, machine, grace_period)
+            if reason is None:
                 continue
             trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, trial.number)
             try:
-                storage.set_trial_user_attr(trial_id, FAIL_REASON_ATTR, f"its worker (pid {pid}) died")
+                storage.set_trial_user_attr(trial_id, FAIL_REASON_ATTR, reason)
                 if not storage.set_trial_state_values(trial_id, TrialState.FAIL):
                     continue
             except optuna.exceptions.UpdateFinishedTrialError:
                 continue  # another worker got there first
             failed.append(trial.number)
-            retry(study, storage.get_trial(trial_id))
+            retry(study, without_worker(storage.get_trial(trial_id)))
         return failed
+
+
+def orphan_reason(trial: FrozenTrial, host: str, machine: str | None, grace_period: float) -> str | None:
+    """Why the RUNNING journal ``trial`` has lost its worker, or None while it may still have one."""
+    worker = str(trial.user_attrs.get(WORKER_ATTR, ""))
+    worker_host, _, pid = worker.rpartition(":")
+    recorded_machine = trial.user_attrs.get(WORKER_MACHINE_ATTR)
+    here = worker_host == host and (recorded_machine is None or recorded_machine == machine)
+    if here and pid.isdigit():
+        return None if worker_alive(int(pid), trial.user_attrs) else f"its worker (pid {pid}) died"
+    beat = trial.system_attrs.get(HEARTBEAT_ATTR)
+    if isinstance(beat, bool) or not isinstance(beat, (int, float)):
+        return None  # a worker that sends no heartbeat (an older zoo's) cannot be judged from another machine
+    started = trial.datetime_start.timestamp() if trial.datetime_start is not None else beat
+    silent = time.time() - max(beat, started)  # a retry carries no beat, but a copied one would be its start's
+    if silent <= grace_period:
+        return None
+    return f"its worker {worker or '(unknown)'} sent no heartbeat for {silent:.0f} s (the limit is {grace_period:g} s)"
+
+
+def without_worker(trial: FrozenTrial) -> FrozenTrial:
+    """``trial`` without its worker's identity and heartbeat: what its retry inherits is the dead worker's, and
+    would pass the retry off as the dead worker's trial until its own worker records itself."""
+    worker_attrs = (WORKER_ATTR, WORKER_PROCESS_ATTR, WORKER_MACHINE_ATTR)
+    trial = copy.deepcopy(trial)  # the journal's own record of it, otherwise
+    trial.user_attrs = {key: value for key, value in trial.user_attrs.items() if key not in worker_attrs}
+    trial.system_attrs = {key: value for key, value in trial.system_attrs.items() if key != HEARTBEAT_ATTR}
+    return trial
