@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import shutil
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -13,9 +16,10 @@ import pytest
 import zoo.hub as hub_package
 from tests.hub.support import ENV_ID, PUSHED, check_card, repo
 from tests.hub_server import HubServer
+from zoo.cli import COMMANDS
 from zoo.errors import ZooError
-from zoo.hub import enjoy_main, package_agent, push_all_main, push_main
-from zoo.hub.cli import in_flags
+from zoo.hub import package_agent
+from zoo.hub.cli import enjoy_main, in_flags, push_all_main, push_main
 
 
 def test_cli_push_and_enjoy(run_dir: Path, hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -118,3 +122,15 @@ def test_the_library_names_parameters_and_the_commands_name_flags(
         source = (Path(hub_package.__file__).parent / f"{module}.py").read_text()
         flags = re.findall(r"[\"' (]--[a-z][a-z-]+", source)
         assert [flag for flag in flags if flag.strip("\"' (") not in ("--seed", "--algo", "--env")] == [], module
+
+
+def test_zoo_hub_exports_the_library_and_the_commands_live_in_its_cli() -> None:
+    assert not [name for name in hub_package.__all__ if name.endswith("_main") or name == "packaged_folders"]
+    assert {"push_to_hub", "load_from_hub", "choose_env_kwargs", "HubAgent", "ZooError"} <= set(hub_package.__all__)
+    script = "import sys, zoo.hub; print('zoo.hub.cli' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=300)
+    assert done.stdout.strip() == "False"  # the library does not load the commands
+    for command in ("push", "enjoy", "push-all"):
+        module, function, _ = COMMANDS[command]
+        assert module == "zoo.hub.cli"
+        assert callable(getattr(importlib.import_module(module), function))

@@ -20,8 +20,9 @@ from tests.hub_server import HubServer
 from zoo.agent_format import load_agent
 from zoo.config import RunConfig, known_env_ids
 from zoo.errors import ZooError
-from zoo.hub import TEMPLATE_PATH, enjoy_main, push_to_hub
+from zoo.hub import TEMPLATE_PATH, push_to_hub
 from zoo.hub import video as zoo_video
+from zoo.hub.cli import enjoy_main
 
 
 def test_card_template_is_reached_through_the_package() -> None:

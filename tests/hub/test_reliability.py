@@ -31,7 +31,8 @@ from tests.hub_server import HubServer, SilentServer
 from zoo.cli import main as cli
 from zoo.errors import ZooError
 from zoo.evaluate import evaluate_episodes
-from zoo.hub import load_from_hub, package_agent, push_all_main, push_folder
+from zoo.hub import load_from_hub, package_agent, push_folder
+from zoo.hub.cli import push_all_main
 from zoo.hub.layout import write_manifest
 from zoo.hub.pull import choose_env_kwargs
 

@@ -8,7 +8,8 @@ and rebuilds the model without unpickling anything unless asked to.
 
 Data flows one way: :mod:`~zoo.hub.card` and :mod:`~zoo.hub.video` render files, :mod:`~zoo.hub.package` builds
 the folder, :mod:`~zoo.hub.client` (the only user of the Hub's API) uploads and downloads, :mod:`~zoo.hub.push`
-and :mod:`~zoo.hub.pull` are the entry points, :mod:`~zoo.hub.cli` the commands.
+and :mod:`~zoo.hub.pull` are the entry points. This package exports the library only; the commands (``push``,
+``enjoy``, ``push-all``) live in :mod:`zoo.hub.cli`, which ``python -m zoo`` runs.
 
 Errors a user can cause (unknown repo, revision or file, no or rejected token, the Hub out of reach or silent
 after a few retries, a corrupt, modified or invalid file, an env that does not fit the agent) raise
@@ -16,8 +17,8 @@ after a few retries, a corrupt, modified or invalid file, an env that does not f
 into place when complete.
 """
 
+from zoo.errors import ZooError
 from zoo.hub.card import TEMPLATE_PATH, format_metric, render_card
-from zoo.hub.cli import enjoy_main, packaged_folders, push_all_main, push_main
 from zoo.hub.package import verify_package
 from zoo.hub.pull import HubAgent, choose_env_kwargs, load_from_hub
 from zoo.hub.push import PushResult, package_agent, push_folder, push_run, push_to_hub
@@ -27,15 +28,12 @@ __all__ = [
     "TEMPLATE_PATH",
     "HubAgent",
     "PushResult",
+    "ZooError",
     "choose_env_kwargs",
-    "enjoy_main",
     "format_metric",
     "load_from_hub",
     "package_agent",
-    "packaged_folders",
-    "push_all_main",
     "push_folder",
-    "push_main",
     "push_run",
     "push_to_hub",
     "record_replay",
