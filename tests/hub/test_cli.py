@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 
 import zoo.hub as hub_package
+from tests.helpers import one_error_line
 from tests.hub.support import ENV_ID, PUSHED, check_card, repo
 from tests.hub_server import HubServer
 from zoo.cli import COMMANDS
+from zoo.cli import main as cli
 from zoo.errors import ZooError
 from zoo.hub import package_agent
 from zoo.hub.cli import enjoy_main, in_flags, push_all_main, push_main
@@ -65,7 +67,7 @@ def test_cli_help_states_defaults(capsys: pytest.CaptureFixture[str]) -> None:
     for command, default in (
         (push_main, "(default: 10)"),
         (enjoy_main, "(default: 10)"),
-        (push_all_main, "(default: hub_cards)"),
+        (push_all_main, "(default: hub_cards in a checkout)"),
     ):
         with pytest.raises(SystemExit) as exit_:
             command(["--help"])
@@ -134,3 +136,17 @@ def test_zoo_hub_exports_the_library_and_the_commands_live_in_its_cli() -> None:
         module, function, _ = COMMANDS[command]
         assert module == "zoo.hub.cli"
         assert callable(getattr(importlib.import_module(module), function))
+
+
+def test_push_all_outside_a_checkout_needs_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli(["push-all", "--org", "tester", "--dry-run"]) == 2
+    assert one_error_line(capsys) == (
+        "error: --hub-cards is needed here: the default, hub_cards, is the folder of a checkout of sb3-reinforce"
+    )
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "hub_cards").mkdir()  # in a checkout, the default folder is used
+    assert cli(["push-all", "--org", "tester", "--dry-run"]) == 2
+    assert "no packaged agents (folders with a config.json) under hub_cards" in one_error_line(capsys)

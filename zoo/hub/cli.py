@@ -227,7 +227,9 @@ def push_all_main(argv: list[str]) -> int:
         action="store_true",
         help="check the folders and list what would be pushed, touching no network (default: push)",
     )
-    parser.add_argument("--hub-cards", default=str(HUB_CARDS_DIR), help="folder of packaged agents")
+    parser.add_argument(
+        "--hub-cards", default=None, help=f"folder of packaged agents (default: {HUB_CARDS_DIR} in a checkout)"
+    )
     parser.add_argument("--private", action="store_true", help="create the repositories private (default: public)")
     parser.add_argument("--commit-message", default=None, help="commit message (default: agent and mean reward)")
     _add_timeout(parser)
@@ -236,9 +238,15 @@ def push_all_main(argv: list[str]) -> int:
         client.check_repo_id(f"{args.org}/x")
     except ZooError:
         raise ZooError(f"invalid --org {args.org!r}: a user or organization name, without '/'") from None
-    folders = packaged_folders(Path(args.hub_cards))
+    if args.hub_cards is None and not HUB_CARDS_DIR.is_dir():
+        # The default is the checkout's packaged agents: elsewhere there is nothing to push from.
+        raise ZooError(
+            f"--hub-cards is needed here: the default, {HUB_CARDS_DIR}, is the folder of a checkout of sb3-reinforce"
+        )
+    cards = Path(args.hub_cards) if args.hub_cards is not None else HUB_CARDS_DIR
+    folders = packaged_folders(cards)
     if not folders:
-        raise ZooError(f"no packaged agents (folders with a {CONFIG_JSON}) under {args.hub_cards}")
+        raise ZooError(f"no packaged agents (folders with a {CONFIG_JSON}) under {cards}")
     failures: list[str] = []
     for folder in folders:
         try:
