@@ -1,5 +1,7 @@
 """Hypothesis fuzzing of the zoo's loaders of outside data: config.json (a downloaded agent), vec_normalize.json,
-a hyperparameter YAML file, ``--hyperparams``, a downloaded or packaged results.json and a benchmark record.
+a hyperparameter YAML file, ``--hyperparams``, a downloaded or packaged results.json, a benchmark record, a search
+space of ``zoo tune`` and its ``--enqueue`` (each as far as the configuration a trial would train, through a
+journal, so that what a trial records must be JSON).
 
 Each example is either a valid document with a few fields replaced, removed or added, or arbitrary data or text.
 Whatever it is, the loader either returns or raises one ZooError naming the problem: never another exception, a
@@ -316,3 +318,115 @@ def test_benchmark_record(data: Any, tmp_path: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     write(folder / "result.json", DEEP if data is None else data.draw(documents(benchmark_record())))
     only_zoo_errors(lambda: read_record(folder), tmp_path)
+
+
+SPACE_ENVS = ("CartPole-v1", "Pendulum-v1", "NotInTheFile-v0")
+
+
+def space_file() -> dict[str, Any]:
+    from importlib import resources
+
+    text = (resources.files("zoo") / "hyperparams" / "search_space.yml").read_text(encoding="utf-8")
+    data = yaml.safe_load(text)
+    assert isinstance(data, dict)
+    return data
+
+
+def journal_study(folder: Path) -> Any:
+    """A new study in a journal under ``folder``: what a trial records must go through JSON, as on disk."""
+    import uuid
+
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    storage = JournalStorage(JournalFileBackend(str(folder / f"{uuid.uuid4().hex}.journal")))
+    return optuna.create_study(storage=storage, direction="maximize")
+
+
+def run_a_trial(study: Any, base: Any, space: Any) -> None:
+    """What a worker does with the study's next trial, up to the training: the configuration it would train."""
+    from zoo.tune.objective import OVERRIDES_ATTR
+    from zoo.tune.space import apply, suggest, with_overrides
+
+    trial = study.ask()
+    overrides = dict(trial.user_attrs.get(OVERRIDES_ATTR, {}))
+    asked = set(overrides) | {f"policy_kwargs.{key}" for key in overrides.get("policy_kwargs", {})}
+    apply(with_overrides(base, overrides), suggest(trial, space), keep=asked).algorithm_kwargs()
+
+
+@FUZZ
+@given(data=st.data())
+@example(data=None)
+@example(data="date")
+def test_search_space(data: Any, tmp_path: Path) -> None:
+    from zoo.tune.space import load_space
+
+    if data is None:
+        text = DEEP
+    elif data == "date":
+        text = "reinforce: {default: {gamma: {categorical: [0.9, 2001-01-01]}}}\n"
+    else:
+        dumped = st.builds(lambda space: yaml.safe_dump(space, sort_keys=False), mutated(space_file()))
+        with_tag = st.builds(lambda tag: f"reinforce:\n  default:\n    gamma: {tag}\n", TAGS)
+        text = data.draw(dumped | dumped | with_tag | YAML_TEXT)
+    path = tmp_path / "space.yml"
+    write(path, text)
+
+    def load() -> None:
+        for env_id in SPACE_ENVS:
+            space = load_space("reinforce", env_id, str(path))
+            run_a_trial(journal_study(tmp_path), get_config("reinforce", "CartPole-v1"), space)
+
+    only_zoo_errors(load, tmp_path)
+
+
+ENQUEUED = {
+    "learning_rate": "lin_5e-3",
+    "n_episodes": 16,
+    "baseline": "value",
+    "vf_n_epochs": 5,
+    "policy_kwargs": {"ortho_init": False, "net_arch": [8]},
+}
+FLOW = st.builds(lambda value: yaml.safe_dump(value, default_flow_style=True, width=10**6).strip(), mutated(ENQUEUED))
+PAIRS = st.builds(lambda key, value: f"{{{key}: {value}}}", KEYS, VALUES)
+
+
+@FUZZ
+@given(texts=st.lists(FLOW | FLOW | PAIRS | YAML_TEXT | TAGS, min_size=1, max_size=3))
+@example(texts=["{policy_kwargs: " + DEEP + "}"])
+@example(texts=["{gamma: 2001-01-01}"])
+def test_enqueue_option(texts: list[str], tmp_path: Path) -> None:
+    from zoo.tune.cli import enqueue, parse_enqueued
+    from zoo.tune.objective import Setup
+    from zoo.tune.space import load_space
+
+    base = get_config("reinforce", "CartPole-v1")
+    setup = Setup("reinforce", "CartPole-v1", base.to_data(), load_space("reinforce", "CartPole-v1"), seeds=1)
+
+    def load() -> None:
+        study = journal_study(tmp_path)
+        for text in texts:
+            overrides, params = parse_enqueued(setup, text)
+            enqueue(study, text, overrides, params)
+            run_a_trial(study, setup.base_config, setup.space)
+
+    only_zoo_errors(load, tmp_path)
+
+
+def test_the_valid_tune_documents_load(tmp_path: Path) -> None:
+    from zoo.tune.cli import enqueue, parse_enqueued
+    from zoo.tune.objective import Setup
+    from zoo.tune.space import load_space
+
+    path = tmp_path / "space.yml"
+    path.write_text(yaml.safe_dump(space_file(), sort_keys=False))  # parameters are sampled in their order
+    space = load_space("reinforce", "CartPole-v1", str(path))
+    assert "learning_rate" in [param.name for param in space.params]
+    base = get_config("reinforce", "CartPole-v1")
+    setup = Setup("reinforce", "CartPole-v1", base.to_data(), space, seeds=1)
+    study = journal_study(tmp_path)
+    text = yaml.safe_dump(ENQUEUED, default_flow_style=True).strip()
+    assert enqueue(study, text, *parse_enqueued(setup, text)).startswith("enqueued")
+    run_a_trial(study, base, space)
