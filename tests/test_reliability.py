@@ -90,7 +90,7 @@ def test_an_unusable_log_folder_is_one_line(tmp_path: Path, capsys: pytest.Captu
     blocker.write_text("not a folder")
     argv = ["train", *QUICK, "--n-timesteps", "100", "--log-folder", str(blocker / "logs")]
     assert cli(argv) == 2
-    assert f"cannot create a run folder under --log-folder {blocker / 'logs'}" in one_error_line(capsys)
+    assert f"cannot create a run folder under {blocker / 'logs'}" in one_error_line(capsys)
     assert blocker.read_text() == "not a folder"
 
 

@@ -384,11 +384,11 @@ def check_seed(seed: Any, name: str = "seed") -> int:
 
 
 def check_env_kwargs(env_kwargs: Any, source: str) -> dict[str, Any]:
-    """``env_kwargs`` must be a mapping of names to data; ``render_mode`` is the zoo's to set (``--render``)."""
+    """``env_kwargs`` must be a mapping of names to data; ``render_mode`` is the zoo's to set, when it renders."""
     if not isinstance(env_kwargs, dict) or not all(isinstance(key, str) for key in env_kwargs):
         raise ZooError(f"{source} must be a mapping of names to values, got {env_kwargs!r}"[:300])
     if "render_mode" in env_kwargs:
-        raise ZooError(f"{source} may not set render_mode: the zoo sets it (--render shows a window)")
+        raise ZooError(f"{source} may not set render_mode: the zoo sets it when it renders")
     return env_kwargs
 
 

@@ -60,7 +60,7 @@ def claim_run_dir(log_folder: Path, algo: str, env_id: str) -> Path:
             except FileExistsError:  # another run took it since we listed the folder
                 taken.add(run_dir.name)
     except OSError as error:
-        raise ZooError(f"cannot create a run folder under --log-folder {log_folder}: {first_line(error)}") from None
+        raise ZooError(f"cannot create a run folder under {log_folder}: {first_line(error)}") from None
 
 
 @dataclass
