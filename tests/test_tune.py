@@ -408,6 +408,69 @@ def test_a_bad_storage_url_is_one_line(tmp_path: Path, capsys: pytest.CaptureFix
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    "storage",
+    [
+        "postgresql//zoo:secret@127.0.0.1/optuna",
+        "postgresql:/zoo:secret@127.0.0.1/optuna",
+        "mysql+pymysql//zoo:secret@db/optuna",
+        "sqlite:/zoo:secret@studies.db",
+    ],
+    ids=["no-colon", "one-slash", "driver", "sqlite"],
+)
+def test_a_database_url_mistyped_as_a_path_is_refused_without_its_password(
+    storage: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before, it was taken for a journal path: a journal file named with the password was created, and every run
+    # printed it in clear.
+    monkeypatch.chdir(tmp_path)
+    for extra in (["--trials", "1"], ["--report"]):
+        assert cli(["tune", "--env", "CartPole-v1", "--storage", storage, "--log-folder", "logs", *extra]) == 2
+        captured = capsys.readouterr()
+        line = captured.err.strip()
+        assert line.startswith("error: --storage ")
+        assert "looks like a database URL without its '://'" in line
+        assert ":***@" in line
+        assert "secret" not in captured.out + captured.err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_password_in_the_storage_url_is_shown_nowhere(
+    postgres_url: str,
+    tiny: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The run's own lines are checked by the two-machine test; here: the report, the export, errors, and what a
+    # trial writes (its runs' command.txt).
+    from zoo.tune import objective
+
+    commands: list[str] = []
+    measured_run = objective.measured_run
+
+    def recording(config: RunConfig, seed: int, log_folder: str, command: str, **kwargs: Any) -> Any:
+        commands.append(command)
+        result = measured_run(config, seed, log_folder, command, **kwargs)
+        commands.extend(path.read_text() for path in Path(log_folder).rglob("command.txt"))
+        return result
+
+    monkeypatch.setattr(objective, "measured_run", recording)
+    url = postgres_url.replace("postgresql://zoo@", "postgresql://zoo:hunter2@")
+    options = ["tune", *tiny, "--storage", url, "--study", "masked", "--n-timesteps", "300"]
+    outputs = []
+    for extra in (["--trials", "1"], ["--report"], ["--export"], ["--report", "--study", "missing"]):
+        cli([*options, *extra])
+        captured = capsys.readouterr()
+        outputs.append(captured.out + captured.err)
+    assert "zoo:***@" in outputs[1] + outputs[3]
+    assert "best:" in outputs[0]
+    assert commands
+    assert not [text for text in outputs + commands if "hunter2" in text]
+    files = [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert not [path for path in files if b"hunter2" in path.read_bytes()]
+
+
 def a_trial_done(storage: str | RDBStorage | JournalStorage, name: str) -> bool:
     try:
         trials = optuna.load_study(study_name=name, storage=storage).get_trials(states=TERMINAL)

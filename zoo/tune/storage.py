@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import re
 import socket
 import threading
 import time
@@ -56,6 +57,16 @@ JOURNAL_GRACE_SECONDS = 3 * JOURNAL_HEARTBEAT_SECONDS
 FAIL_REASON_ATTR = "fail_reason"
 MAX_RETRY = 2  # a trial whose worker keeps dying (out of memory, say) is retried twice, then left failed
 OPEN_ATTEMPTS = 3  # workers starting together on a fresh database may race to create Optuna's tables
+
+
+# A database URL whose '://' was mistyped (postgresql//user:pw@host, sqlite:/user:pw@file): a scheme, perhaps a
+# driver, then one or two slashes and a user before an '@'.
+MISTYPED_URL = re.compile(r"^[A-Za-z][A-Za-z0-9]*(\+\w+)?:?/{1,2}[^/]*@")
+
+
+def mask_userinfo(text: str) -> str:
+    """``text`` with the password of its first ``user:password@`` hidden."""
+    return re.sub(r"(/{1,2}[^/:@]*:)[^/@]*@", r"\1***@", text, count=1)
 
 
 def study_folder(log_folder: str | Path, study_name: str) -> Path:
@@ -161,6 +172,12 @@ class StorageSpec:
             return cls(None, str(folder / JOURNAL_FILE), heartbeat_interval, grace_period)
         if "://" in storage:
             return cls(storage, None, heartbeat_interval, grace_period)
+        if MISTYPED_URL.match(storage):
+            # Taken for a journal path, it would name a file after the password and print it with every run.
+            raise ZooError(
+                f"--storage {mask_userinfo(storage)[:200]} looks like a database URL without its '://'; a database "
+                "is a URL such as postgresql://user:password@host/db, a journal a file path"
+            )
         check_file_path(storage, "--storage")
         return cls(None, storage, heartbeat_interval, grace_period)
 
