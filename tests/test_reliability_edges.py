@@ -477,11 +477,6 @@ def test_an_unwritable_plots_folder_of_the_report_is_one_line(
         assert names == ["optimization_history.png"]  # no temporary left behind
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="zoo/benchmark.py rewrites benchmark.csv and .md before it makes the plots folder: it should check the "
-    "folder before the first run and write the plots before the table",
-)
 def test_an_unwritable_plots_folder_of_the_benchmark_is_one_line_before_any_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

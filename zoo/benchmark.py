@@ -385,6 +385,10 @@ def main(argv: list[str] | None = None) -> int:
             f"--out is needed here: the default, {DEFAULT_OUT}, is the folder of a checkout of sb3-reinforce"
         )
     out = make_folder(args.out or temporary or DEFAULT_OUT, "--out")
+    # Checked before the first run, so a plots folder that cannot be written costs no training.
+    plots = make_folder(out / "plots", "the plots folder")
+    if not os.access(plots, os.W_OK | os.X_OK):
+        raise ZooError(f"the plots folder {plots} is not writable")
 
     tasks = []
     for env_id in envs:
@@ -432,8 +436,8 @@ def main(argv: list[str] | None = None) -> int:
     command += hyperparams_flag(hyperparams)
     if args.out is not None:
         command += f" --out {shlex.quote(args.out)}"
+    plot_curves(records, out)  # before the table: a plot that cannot be written leaves the previous table
     write_table(rows, out, command, machines_line(records) + (f"\n\n{missing}." if missing else ""))
-    plot_curves(records, out)
     print((out / "benchmark.md").read_text())
     print(f"results in {out}")
     if failed:
