@@ -94,6 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--envs", nargs="*", default=["CartPole-v1", "LunarLander-v3"])
     parser.add_argument("--out", default=str(RESULTS), help="folder for throughput.md/.csv")
     args = parser.parse_args(argv)
+    reproduce = f"python benchmarks/throughput.py --steps {args.steps} --rounds {args.rounds}"
+    if args.envs != parser.get_default("envs"):
+        reproduce += " --envs " + " ".join(args.envs)
+    if args.out != parser.get_default("out"):
+        reproduce += f" --out {args.out}"
     th.set_num_threads(1)
     rows = []
     for env_id in args.envs:
@@ -147,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             "",
             *lines,
             "",
-            f"Reproduce: `python benchmarks/throughput.py --steps {args.steps} --rounds {args.rounds}`",
+            f"Reproduce: `{reproduce}`",
         ]
     )
     (out / "throughput.md").write_text(text + "\n")
