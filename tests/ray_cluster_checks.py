@@ -57,6 +57,12 @@ def test_a_bad_address_is_one_line_and_no_hang(tmp_path: Path, capsys: pytest.Ca
     assert not (tmp_path / "runs").exists()
 
 
+def test_ray_local_starts_a_private_cluster_for_the_run(tmp_path: Path) -> None:
+    assert cli([*QUICK, "--seeds", "1", "--jobs", "1", "--out", str(tmp_path), "--ray", "local"]) == 0
+    assert len(scores(tmp_path)) == 1
+    assert not ray.is_initialized()  # and stopped it at the end
+
+
 def test_the_overhead_script_reports_every_figure(tmp_path: Path) -> None:
     sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
     from ray_overhead import main as overhead  # a script of benchmarks/, run as a function
