@@ -258,7 +258,7 @@ def test_embedded_study_records_failures_resumes_reports_and_exports(
 
     # Report: the table of the best trials and the two plots.
     folder = tmp_path / "tune" / "reinforce-CartPole-v1"
-    assert cli(["tune", "--env", "CartPole-v1", "--log-folder", str(tmp_path), "--report"]) == 0
+    assert cli(["tune", "report", "--env", "CartPole-v1", "--log-folder", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "3 complete" in out or "pruned" in out
     assert "| rank | trial | value | per seed |" in out
@@ -267,8 +267,18 @@ def test_embedded_study_records_failures_resumes_reports_and_exports(
         assert (folder / png).stat().st_size > 5000
 
     # Export: a `# Tuned` entry naming the study, the trial count and the score, that zoo.config loads and trains.
-    assert cli(["tune", "--env", "CartPole-v1", "--log-folder", str(tmp_path), "--export"]) == 0
+    assert cli(["tune", "export", "--env", "CartPole-v1", "--log-folder", str(tmp_path)]) == 0
     text = (folder / "best.yml").read_text()
+    assert cli(["tune", "export", "--env", "CartPole-v1", "--log-folder", str(tmp_path), str(tmp_path / "e.yml")]) == 0
+    assert (tmp_path / "e.yml").read_text() == text
+    # The flags of the form without a command still read the study, with a warning that they go.
+    for flag in ("--report", "--export"):
+        with pytest.warns(FutureWarning, match="python -m zoo tune report"):
+            assert cli(["tune", "--env", "CartPole-v1", "--log-folder", str(tmp_path), flag]) == 0
+    assert (folder / "best.yml").read_text() == text
+    capsys.readouterr()
+    assert cli(["tune", "report", "--env", "CartPole-v1", "--trials", "3"]) == 2  # run's options are not report's
+    assert "unrecognized arguments: --trials 3" in capsys.readouterr().err
     best = max(study.get_trials(states=(TrialState.COMPLETE,)), key=lambda trial: trial.value or 0.0)
     assert text.startswith(f"# Tuned (python -m zoo tune, study reinforce-CartPole-v1): trial {best.number}, the best")
     assert (

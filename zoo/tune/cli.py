@@ -1,9 +1,11 @@
-"""``python -m zoo tune``: search an env's hyperparameters with Optuna, on this machine or on many at once.
+"""``python -m zoo tune [run|report|export]``: search an env's hyperparameters with Optuna, on this machine or on
+many at once.
 
-With no --storage the study lives in LOG_FOLDER/tune/STUDY/study.journal and rerunning the command resumes it.
-With --storage URL (postgresql://user:password@host/db, or any URL SQLAlchemy takes) the same command run on
-other machines joins the same study. --trials is the study's total of trials done (complete or pruned).
---report, --export or both only read the study.
+``run`` (the default) runs trials. With no --storage the study lives in LOG_FOLDER/tune/STUDY/study.journal and
+rerunning the command resumes it. With --storage URL (postgresql://user:password@host/db, or any URL SQLAlchemy
+takes) the same command run on other machines joins the same study. --trials is the study's total of trials done
+(complete or pruned). ``report`` prints the best trials and writes the plots; ``export [PATH]`` writes the best
+trial as a zoo entry; both only read the study.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import math
 import shlex
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -40,21 +43,54 @@ from zoo.tune.workers import (
     work,
 )
 
+SUBCOMMANDS = ("run", "report", "export")
+# The options of ``run`` only; ``report`` and ``export`` read a study and take its defaults.
+RUN_DEFAULTS: dict[str, Any] = {
+    "trials": 100,
+    "jobs": 1,
+    "timeout": None,
+    "n_timesteps": None,
+    "seeds": 1,
+    "first_seed": 0,
+    "hyperparams": [],
+    "space": None,
+    "enqueue": [],
+    "sampler": "tpe",
+    "pruner": "median",
+    "heartbeat_interval": 60,
+    "grace_period": 120,
+}
 
-def build_parser() -> argparse.ArgumentParser:
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The options of ``zoo tune COMMAND``; None is the form without a command, which also takes the deprecated
+    ``--report`` and ``--export`` flags."""
+    prog = "python -m zoo tune" + (f" {command}" if command else "")
     parser = argparse.ArgumentParser(
-        prog="python -m zoo tune", description=__doc__, formatter_class=argparse.ArgumentDefaultsHelpFormatter
+        prog=prog, description=__doc__, formatter_class=argparse.ArgumentDefaultsHelpFormatter
     )
     parser.add_argument("--env", required=True, help="Gymnasium env id, e.g. CartPole-v1")
     parser.add_argument("--algo", default="reinforce", choices=list(ALGOS), help="algorithm")
     parser.add_argument(
-        "--trials", type=int, default=100, help="trials done (complete or pruned) the study should have"
-    )
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes on this machine")
-    parser.add_argument(
         "--storage", default=None, help="Optuna storage URL or journal file; None: LOG_FOLDER/tune/STUDY/study.journal"
     )
     parser.add_argument("--study", default=None, help="study name; None: ALGO-ENV")
+    parser.add_argument("--log-folder", default="logs", help="where embedded studies, plots and exports go")
+    if command in ("report", "export"):
+        parser.set_defaults(**RUN_DEFAULTS, report=command == "report", export=None)
+        if command == "export":
+            parser.add_argument(
+                "export",
+                nargs="?",
+                default="",
+                metavar="PATH",
+                help=f"where the entry goes (default: LOG_FOLDER/tune/STUDY/{EXPORT_FILE})",
+            )
+        return parser
+    parser.add_argument(
+        "--trials", type=int, default=100, help="trials done (complete or pruned) the study should have"
+    )
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes on this machine")
     parser.add_argument(
         "--timeout", type=float, default=None, help="seconds after which no new trial starts; None: no limit"
     )
@@ -78,21 +114,39 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--sampler", default="tpe", choices=["tpe", "random"], help="Optuna sampler")
     parser.add_argument("--pruner", default="median", choices=["median", "none"], help="Optuna pruner")
-    parser.add_argument("--report", action="store_true", help="print the best trials and write the plots; no trials")
+    parser.add_argument("--heartbeat-interval", type=int, default=60, help="seconds between heartbeats (RDB)")
+    parser.add_argument(
+        "--grace-period", type=int, default=120, help="seconds without heartbeat before a trial is failed (RDB)"
+    )
+    if command == "run":
+        parser.set_defaults(report=False, export=None)
+        return parser
+    parser.add_argument(
+        "--report", action="store_true", help="deprecated: use `python -m zoo tune report` (default: off)"
+    )
     parser.add_argument(
         "--export",
         nargs="?",
         const="",
         default=None,
         metavar="PATH",
-        help=f"write the best trial as a zoo entry (default PATH: LOG_FOLDER/tune/STUDY/{EXPORT_FILE}); no trials",
-    )
-    parser.add_argument("--log-folder", default="logs", help="where embedded studies, plots and exports go")
-    parser.add_argument("--heartbeat-interval", type=int, default=60, help="seconds between heartbeats (RDB)")
-    parser.add_argument(
-        "--grace-period", type=int, default=120, help="seconds without heartbeat before a trial is failed (RDB)"
+        help="deprecated: use `python -m zoo tune export [PATH]` (default: off)",
     )
     return parser
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """``[run|report|export] OPTIONS``; the deprecated ``--report`` / ``--export`` flags still read the study."""
+    command = argv[0] if argv and argv[0] in SUBCOMMANDS else None
+    args = build_parser(command).parse_args(argv[1:] if command else argv)
+    if command is None and (args.report or args.export is not None):
+        warnings.warn(
+            "--report and --export are deprecated and go in the next release: use `python -m zoo tune report` "
+            "and `python -m zoo tune export [PATH]`",
+            FutureWarning,
+            stacklevel=2,
+        )
+    return args
 
 
 # A study's name is a folder name too (and a column of Optuna's RDB schema): bounded well under both limits.
@@ -101,7 +155,7 @@ MAX_STUDY_NAME = 128
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = build_parser().parse_args(argv)
+    args = parse(argv)
     check_env_id(args.env)
     for name in ("trials", "jobs", "seeds"):
         if getattr(args, name) < 1:
@@ -140,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         setup = Setup(args.algo, args.env, base.to_data(), space, args.seeds, args.first_seed)
         enqueued = [parse_enqueued(setup, text) for text in args.enqueue]
     storage = spec.open()
-    with spec.lost_as_error():  # a database that goes away mid-study: one line
+    with spec.lost_as_error(spec.file_identity()):  # a database that goes away mid-study: one line
         optuna.logging.set_verbosity(optuna.logging.ERROR)  # each finished trial gets one line from Progress instead
 
         if reading:
@@ -196,10 +250,9 @@ def main(argv: list[str] | None = None) -> int:
         counts = Counts.of(study.get_trials(deepcopy=False))
         print(f"{summary(study)} ({minutes:.1f} min)")
         print(best_line(study))
-        again = shlex.join(
-            ["python", "-m", "zoo", "tune", "--env", args.env, "--study", study_name, *storage_args(args, spec)]
-        )
-        print(f"report and plots: {again} --report\nbest as a zoo entry: {again} --export")
+        study_args = ["--env", args.env, "--study", study_name, *storage_args(args, spec)]
+        again = {command: shlex.join(["python", "-m", "zoo", "tune", command, *study_args]) for command in SUBCOMMANDS}
+        print(f"report and plots: {again['report']}\nbest as a zoo entry: {again['export']}")
         if counts.done < args.trials:
             print(f"stopped with {counts.done} of {args.trials} trials done; rerun the same command to go on")
             return 1

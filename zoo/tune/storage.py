@@ -224,8 +224,10 @@ class StorageSpec:
             )
 
     @contextlib.contextmanager
-    def lost_as_error(self) -> Iterator[None]:
-        """Turn the loss of the database mid-study (a server stopped, a network cut) into one ZooError."""
+    def lost_as_error(self, identity: tuple[int, int] | None = None) -> Iterator[None]:
+        """Turn the loss of the database mid-study (a server stopped, a network cut) into one ZooError; with the
+        ``identity`` of the study's file when the work began, a file deleted or replaced is named as such (SQLite
+        may fail first on the empty database a new connection makes in its place)."""
         try:
             yield
         except ZooError:
@@ -234,6 +236,7 @@ class StorageSpec:
             failure = storage_failure(error)
             if failure is None:
                 raise
+            self.check_unchanged(identity)
             raise ZooError(
                 f"lost the storage {self.shown} mid-study ({first_line(failure)}); the trials it recorded stay "
                 "there, and rerunning the same command once it is back resumes the study"

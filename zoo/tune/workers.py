@@ -110,7 +110,7 @@ def work(plan: Plan, storage: BaseStorage, on_poll: Callable[[optuna.Study], Non
     # Trials this worker failed for a dead worker are that worker's failures, retried here: not ours.
     handed_on = 0
     objective = partial(run_trial, setup=plan.setup, target=plan.target)
-    with interrupt.deferred(), plan.storage.lost_as_error():
+    with interrupt.deferred(), plan.storage.lost_as_error(identity):
         while True:
             interrupt.check()
             plan.storage.check_unchanged(identity)
