@@ -1,6 +1,8 @@
-"""Shared test helpers: run one collection by hand and read the batch back as episodes."""
+"""Shared test helpers: run one collection by hand and read the batch back as episodes; a valid run record."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import pytest
@@ -51,3 +53,19 @@ def assert_unchanged(model: Reinforce, before: dict[str, th.Tensor]) -> None:
     """Every parameter of the policy is bit for bit what ``before`` recorded."""
     for key, value in policy_state(model).items():
         th.testing.assert_close(value, before[key], rtol=0, atol=0, msg=key)
+
+
+def run_record(algo: str = "reinforce", env_id: str = "CartPole-v1", seed: int = 0) -> dict[str, Any]:
+    """A benchmark run's result.json that the readers accept: every field, finite, two curve points."""
+    return {
+        "algo": algo,
+        "env_id": env_id,
+        "seed": seed,
+        "n_timesteps": 100,
+        "mean_reward": 10.0,
+        "std_reward": 1.0,
+        "train_seconds": 1.0,
+        "train_cpu_seconds": 1.0,
+        "curve_timesteps": [50, 100],
+        "curve_mean_reward": [5.0, 10.0],
+    }

@@ -28,6 +28,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_reinforce import Reinforce
+from tests.helpers import run_record
 from zoo import config as zoo_config
 from zoo.agent_format import load_agent, save_agent
 from zoo.algos import constructor_keys
@@ -293,21 +294,6 @@ def test_results_json(data: Any, tmp_path: Path) -> None:
     only_zoo_errors(lambda: check_results(read_json(path), "CartPole-v1"), tmp_path)
 
 
-def benchmark_record() -> dict[str, Any]:
-    return {
-        "algo": "reinforce",
-        "env_id": "CartPole-v1",
-        "seed": 0,
-        "n_timesteps": 100,
-        "mean_reward": 10.0,
-        "std_reward": 1.0,
-        "train_seconds": 1.0,
-        "train_cpu_seconds": 1.0,
-        "curve_timesteps": [50, 100],
-        "curve_mean_reward": [5.0, 10.0],
-    }
-
-
 @FUZZ
 @given(data=st.data())
 @example(data=None)
@@ -316,7 +302,7 @@ def test_benchmark_record(data: Any, tmp_path: Path) -> None:
 
     folder = tmp_path / "runs" / "reinforce" / "CartPole-v1" / "seed0"
     folder.mkdir(parents=True, exist_ok=True)
-    write(folder / "result.json", DEEP if data is None else data.draw(documents(benchmark_record())))
+    write(folder / "result.json", DEEP if data is None else data.draw(documents(run_record())))
     only_zoo_errors(lambda: read_record(folder), tmp_path)
 
 

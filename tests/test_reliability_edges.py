@@ -30,7 +30,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_reinforce import Reinforce
 from tests.envs import ScriptedEnv
-from tests.helpers import one_error_line
+from tests.helpers import one_error_line, run_record
 from zoo.agent_format import load_agent, save_agent
 from zoo.benchmark import read_record
 from zoo.cli import main as cli
@@ -52,18 +52,8 @@ TINY = {"net_arch": [4]}
 
 
 def good_record(folder: Path) -> dict[str, object]:
-    return {
-        "algo": folder.parent.parent.name,
-        "env_id": folder.parent.name,
-        "seed": int(folder.name.removeprefix("seed")),
-        "n_timesteps": 100,
-        "mean_reward": 10.0,
-        "std_reward": 1.0,
-        "train_seconds": 1.0,
-        "train_cpu_seconds": 1.0,
-        "curve_timesteps": [50, 100],
-        "curve_mean_reward": [5.0, 10.0],
-    }
+    """The record a run filed in ``folder`` (``runs/<algo>/<env>/seed<k>``) would hold."""
+    return run_record(folder.parent.parent.name, folder.parent.name, int(folder.name.removeprefix("seed")))
 
 
 @pytest.mark.parametrize(
