@@ -213,7 +213,7 @@ def test_config_json(agent_folder: tuple[Path, dict[str, Any]], data: Any) -> No
 @given(data=st.data())
 @example(data=None)
 def test_vec_normalize_json(stats_json: dict[str, Any], data: Any, tmp_path: Path) -> None:
-    from zoo.agent_format import read_json
+    from zoo.checks import read_json
 
     content = DEEP if data is None else data.draw(documents(stats_json))
     path = tmp_path / "vec_normalize.json"
@@ -282,7 +282,7 @@ RESULTS = {
 @example(data=None)
 @example(data="huge")
 def test_results_json(data: Any, tmp_path: Path) -> None:
-    from zoo.agent_format import read_json
+    from zoo.checks import read_json
     from zoo.hub.layout import check_results
 
     if data == "huge":  # finite returns whose sum overflows a float

@@ -62,7 +62,7 @@ def run_folders(log_folder: Path) -> list[Path]:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--seed", "-1"], "--seed must be an integer in [0, 4294967295], got -1"),
+        (["--seed", "-1"], "--seed must be an integer in [0, 4,294,967,295], got -1"),
         (["--hyperparams", "gamma=!!python/name:os.system"], "--hyperparams gamma is not valid YAML data"),
         (["--hyperparams", "policy_kwargs={net_arch: [8"], "--hyperparams policy_kwargs is not valid YAML data"),
         (["--hyperparams", "n_timesteps=.nan"], "n_timesteps must be a finite number, got nan"),

@@ -23,11 +23,9 @@ failure is one ZooError naming the file and field. This module knows neither the
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import platform
-import re
 from collections import OrderedDict
 from collections.abc import Mapping
 from importlib import metadata
@@ -52,6 +50,18 @@ from zoo.algos import (
     policy_alias,
     resolve,
 )
+from zoo.checks import (
+    FILE_NAME,
+    check_digest,
+    check_format,
+    file_record,
+    flatten,
+    integer,
+    is_real,
+    read_json,
+    sha256_file,
+    shown,
+)
 from zoo.config import ENV_ID_FORM, _check_value, check_env_kwargs
 from zoo.errors import ZooError, first_line
 from zoo.normalization import JSON_FILE as VEC_NORMALIZE_JSON
@@ -65,12 +75,8 @@ WEIGHTS_FILE = "model.safetensors"
 MAX_SPACE_ELEMENTS = 1 << 22  # entries of one space (an 84x84x4 image has 28,224)
 MAX_N_ENVS = 1024
 MAX_BUFFER_ELEMENTS = 1 << 28  # the rollout buffer's observations and actions, in entries
-MAX_JSON_BYTES = 64 << 20
 BOX_DTYPES = {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"}
 INT_DTYPES = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
-SHA256 = re.compile(r"^[0-9a-f]{64}$")
-# A file a config.json names: a plain name in the agent's folder, never a path out of it.
-FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,200}$")
 VERSION_PACKAGES = {
     "sb3_reinforce": "sb3-reinforce",
     "stable_baselines3": "stable-baselines3",
@@ -99,41 +105,31 @@ def _array_to_json(array: np.ndarray) -> Any:
     return array.tolist()
 
 
-def _integer(value: Any, where: str, low: int, high: int) -> int:
-    if not (isinstance(value, int) and not isinstance(value, bool) and low <= value <= high):
-        raise ZooError(f"{where} must be an integer in [{low}, {high}], got {value!r}"[:300])
-    return value
-
-
 def _integers(value: Any, where: str, low: int, high: int, min_len: int = 1) -> list[int]:
     if not (isinstance(value, list) and min_len <= len(value) <= 32):
-        raise ZooError(f"{where} must be a list of {min_len} to 32 integers, got {value!r}"[:300])
-    return [_integer(item, f"{where}[{i}]", low, high) for i, item in enumerate(value)]
+        raise ZooError(f"{where} must be a list of {min_len} to 32 integers, got {shown(value)}")
+    return [integer(item, f"{where}[{i}]", low, high) for i, item in enumerate(value)]
 
 
 def _bound_number(value: Any) -> float | None:
     """A bound as JSON holds it: a number, or "inf"/"-inf" (JSON has no infinity); None for anything else."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value):
+    if is_real(value) and not math.isnan(value):
         return float(value)
     return {"inf": math.inf, "-inf": -math.inf}.get(value) if isinstance(value, str) else None
 
 
 def _array_from_json(value: Any, shape: tuple[int, ...], dtype: np.dtype, where: str) -> np.ndarray:
-    """One bound of a Box: a single number (constant bounds) or nested lists of exactly ``shape``, walked level by
-    level (no recursion), every entry a number or an infinity."""
+    """One bound of a Box: a single number (constant bounds) or nested lists of exactly ``shape``, every entry a
+    number or an infinity."""
     if not isinstance(value, list):
         number = _bound_number(value)
         if number is None:
-            raise ZooError(f"{where} must be a number, 'inf', '-inf' or nested lists of them, got {value!r}"[:300])
+            raise ZooError(f"{where} must be a number, 'inf', '-inf' or nested lists of them, got {shown(value)}")
         return np.full(shape, number, dtype=dtype)
-    level = [value]
-    for depth, size in enumerate(shape):
-        if not all(isinstance(item, list) and len(item) == size for item in level):
-            raise ZooError(f"{where} does not have the shape {list(shape)} (at depth {depth})")
-        level = [element for item in level for element in item]
+    level = flatten(value, shape, where)
     numbers = [_bound_number(item) for item in level]
     if any(number is None for number in numbers):
-        raise ZooError(f"{where} must hold numbers or infinities, found {level[numbers.index(None)]!r}"[:300])
+        raise ZooError(f"{where} must hold numbers or infinities, found {shown(level[numbers.index(None)])}")
     return np.asarray(numbers, dtype=np.float64).astype(dtype).reshape(shape)
 
 
@@ -171,7 +167,7 @@ def space_from_json(data: Any, where: str = "space", *, nested: bool = False) ->
     """A space written by :func:`space_to_json`, every field checked first: known type and dtype, integer sizes,
     at most :data:`MAX_SPACE_ELEMENTS` entries, a Dict of at most 64 non-Dict spaces."""
     if not isinstance(data, Mapping) or not isinstance(data.get("type"), str):
-        raise ZooError(f"{where} must be a mapping with a type, got {data!r}"[:300])
+        raise ZooError(f"{where} must be a mapping with a type, got {shown(data)}")
     kind = data["type"]
     fields = {
         "Box": {"type", "shape", "dtype", "low", "high"},
@@ -181,7 +177,7 @@ def space_from_json(data: Any, where: str = "space", *, nested: bool = False) ->
         "Dict": {"type", "spaces"},
     }
     if kind not in fields or (kind == "Dict" and nested):
-        raise ZooError(f"{where}: unknown space type {kind!r}; known: {', '.join(fields)} (a Dict not nested)"[:300])
+        raise ZooError(f"{where}: unknown space type {shown(kind)}; known: {', '.join(fields)} (a Dict not nested)")
     if set(data) != fields[kind]:
         raise ZooError(f"{where}: a {kind} space has exactly the fields {', '.join(sorted(fields[kind]))}")
     try:
@@ -190,16 +186,18 @@ def space_from_json(data: Any, where: str = "space", *, nested: bool = False) ->
             if math.prod(shape) > MAX_SPACE_ELEMENTS:
                 raise ZooError(f"{where}.shape {list(shape)} has more than {MAX_SPACE_ELEMENTS} entries")
             if data["dtype"] not in BOX_DTYPES:
-                raise ZooError(f"{where}.dtype must be one of {', '.join(sorted(BOX_DTYPES))}, got {data['dtype']!r}")
+                raise ZooError(
+                    f"{where}.dtype must be one of {', '.join(sorted(BOX_DTYPES))}, got {shown(data['dtype'])}"
+                )
             dtype = np.dtype(data["dtype"])
             low = _array_from_json(data["low"], shape, dtype, f"{where}.low")
             high = _array_from_json(data["high"], shape, dtype, f"{where}.high")
             return spaces.Box(low=low, high=high, shape=shape, dtype=dtype)
         if kind in ("Discrete", "MultiDiscrete") and data["dtype"] not in INT_DTYPES:
-            raise ZooError(f"{where}.dtype must be one of {', '.join(sorted(INT_DTYPES))}, got {data['dtype']!r}")
+            raise ZooError(f"{where}.dtype must be one of {', '.join(sorted(INT_DTYPES))}, got {shown(data['dtype'])}")
         if kind == "Discrete":
-            n = _integer(data["n"], f"{where}.n", 1, MAX_SPACE_ELEMENTS)
-            start = _integer(data["start"], f"{where}.start", -(2**62), 2**62)
+            n = integer(data["n"], f"{where}.n", 1, MAX_SPACE_ELEMENTS)
+            start = integer(data["start"], f"{where}.start", -(2**62), 2**62)
             return spaces.Discrete(n, start=start, dtype=np.dtype(data["dtype"]).type)
         if kind == "MultiDiscrete":
             nvec = _integers(data["nvec"], f"{where}.nvec", 1, MAX_SPACE_ELEMENTS)
@@ -210,9 +208,9 @@ def space_from_json(data: Any, where: str = "space", *, nested: bool = False) ->
         if kind == "MultiBinary":
             n = data["n"]
             sizes = _integers(n, f"{where}.n", 1, MAX_SPACE_ELEMENTS) if isinstance(n, list) else None
-            count = math.prod(sizes) if sizes else _integer(n, f"{where}.n", 1, MAX_SPACE_ELEMENTS)
+            count = math.prod(sizes) if sizes else integer(n, f"{where}.n", 1, MAX_SPACE_ELEMENTS)
             if count > MAX_SPACE_ELEMENTS:
-                raise ZooError(f"{where}.n {n!r} has more than {MAX_SPACE_ELEMENTS} entries")
+                raise ZooError(f"{where}.n {shown(n)} has more than {MAX_SPACE_ELEMENTS} entries")
             return spaces.MultiBinary(sizes or count)
         items = data["spaces"]
         if not (isinstance(items, list) and 0 < len(items) <= 64):
@@ -220,8 +218,8 @@ def space_from_json(data: Any, where: str = "space", *, nested: bool = False) ->
         pairs = []
         for item in items:
             if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)):
-                raise ZooError(f"{where}.spaces must hold [name, space] pairs, found {item!r}"[:300])
-            pairs.append((item[0], space_from_json(item[1], f"{where}[{item[0]!r}]", nested=True)))
+                raise ZooError(f"{where}.spaces must hold [name, space] pairs, found {shown(item)}")
+            pairs.append((item[0], space_from_json(item[1], f"{where}[{shown(item[0])}]", nested=True)))
         if len({name for name, _ in pairs}) != len(pairs):
             raise ZooError(f"{where}.spaces has a name twice")
         return spaces.Dict(OrderedDict(pairs))
@@ -254,14 +252,6 @@ def library_versions() -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------------------- weights
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def save_weights(model: BaseAlgorithm, path: Path) -> dict[str, Any]:
     """Write the policy's state_dict; return its manifest (size, sha256, tensors) for config.json."""
     # Cloned so that tensors sharing storage (a shared features extractor appears under three names) are saved
@@ -277,15 +267,6 @@ def save_weights(model: BaseAlgorithm, path: Path) -> dict[str, Any]:
             name: {"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")} for name, t in tensors.items()
         },
     }
-
-
-def _check_file(path: Path, manifest: dict[str, Any], what: str) -> None:
-    size, digest = path.stat().st_size, sha256_file(path)
-    if size != manifest.get("size") or digest != manifest.get("sha256"):
-        raise ZooError(
-            f"{what} {path.name} is corrupt or was modified: {size} bytes with sha256 {digest[:12]}..., but "
-            f"{CONFIG_JSON} records {manifest.get('size')} bytes with sha256 {str(manifest.get('sha256'))[:12]}..."
-        )
 
 
 def _describe(shape: Any, dtype: Any) -> str:
@@ -314,7 +295,7 @@ def _compare(label: str, expected: dict[str, tuple[list[int], str]], other: dict
 
 def load_weights(model: BaseAlgorithm, path: Path, manifest: dict[str, Any]) -> None:
     """Load ``path`` into ``model.policy`` after checking it against the manifest and the rebuilt policy."""
-    _check_file(path, manifest, "weights file")
+    check_digest(path, manifest.get("size"), manifest.get("sha256"), CONFIG_JSON)
     try:
         tensors = safetensors.torch.load_file(str(path), device="cpu")
     except Exception as error:  # safetensors raises its own SafetensorError, OSError, ValueError...
@@ -375,20 +356,6 @@ def save_agent(
     return config
 
 
-def read_json(path: Path, missing: str | None = None) -> Any:
-    """A downloaded or packaged JSON file, or a one-line ``ZooError`` (``missing`` replaces "not found")."""
-    try:
-        if path.stat().st_size > MAX_JSON_BYTES:
-            raise ZooError(f"{path} is larger than {MAX_JSON_BYTES >> 20} MB: not a file this zoo wrote")
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ZooError(missing or f"{path} not found") from None
-    except (UnicodeDecodeError, ValueError) as error:  # JSONDecodeError, and integers too long to read
-        raise ZooError(f"{path} is not valid JSON ({first_line(error)}): truncated or modified?") from None
-    except RecursionError:
-        raise ZooError(f"{path} is nested too deeply to be a file this zoo wrote") from None
-
-
 def read_config(folder: Path) -> dict[str, Any]:
     """config.json of an agent folder, every field checked (:func:`check_config`)."""
     path = folder / CONFIG_JSON
@@ -396,55 +363,44 @@ def read_config(folder: Path) -> dict[str, Any]:
 
 
 def _file_record(value: Any, where: str, suffix: str) -> dict[str, Any]:
-    if not isinstance(value, Mapping):
-        raise ZooError(f"{where} must be a mapping with file, size and sha256, got {value!r}"[:300])
-    name = value.get("file")
+    record = file_record(value, where)
+    name = record.get("file")
     if not (isinstance(name, str) and FILE_NAME.match(name) and name.endswith(suffix)):
-        raise ZooError(f"{where}.file must be a plain file name ending in {suffix} (no folder), got {name!r}"[:300])
-    _integer(value.get("size"), f"{where}.size", 0, 2**50)
-    if not (isinstance(value.get("sha256"), str) and SHA256.match(value["sha256"])):
-        raise ZooError(f"{where}.sha256 must be 64 hexadecimal digits, got {value.get('sha256')!r}"[:300])
-    return dict(value)
+        raise ZooError(f"{where}.file must be a plain file name ending in {suffix} (no folder), got {shown(name)}")
+    return record
 
 
 def check_config(config: Any, source: str = CONFIG_JSON) -> dict[str, Any]:
     """Every field of a config.json checked before anything uses it; one ZooError naming the field otherwise."""
-    if not isinstance(config, dict) or config.get("format") != FORMAT:
-        found = config.get("format") if isinstance(config, dict) else type(config).__name__
-        raise ZooError(f"{source} is not an {FORMAT} config (format={found!r})"[:300])
-    version = config.get("format_version")
-    if not (isinstance(version, int) and not isinstance(version, bool) and version >= 1):
-        raise ZooError(f"{source}: format_version must be an integer >= 1, got {version!r}"[:300])
-    if version > FORMAT_VERSION:
-        raise ZooError(
-            f"{source} has format_version {version}; this zoo reads up to {FORMAT_VERSION}: upgrade sb3-reinforce"
-        )
+    check_format(config, source, FORMAT, FORMAT_VERSION)
+    if not isinstance(config, dict):
+        raise ZooError(f"{source} must hold a JSON object")
     algo = config.get("algo")
     if not isinstance(algo, str) or algo not in ALGOS:
-        raise ZooError(f"{source}: unknown algo {algo!r}; known: {', '.join(ALGOS)}"[:300])
+        raise ZooError(f"{source}: unknown algo {shown(algo)}; known: {', '.join(ALGOS)}")
     cls = ALGOS[algo]
     env_id = config.get("env_id")
     if not (isinstance(env_id, str) and len(env_id) <= 200 and ENV_ID_FORM.match(env_id)):
-        raise ZooError(f"{source}: env_id {env_id!r} is not a gymnasium env id ([namespace/]name[-vN])"[:300])
+        raise ZooError(f"{source}: env_id {shown(env_id)} is not a gymnasium env id ([namespace/]name[-vN])")
     check_env_kwargs(config.get("env_kwargs", {}), f"{source}: env_kwargs")
     policy = config.get("policy")
     if not isinstance(policy, str) or policy not in cls.policy_aliases:
-        raise ZooError(f"{source}: policy must be one of {', '.join(cls.policy_aliases)}, got {policy!r}"[:300])
+        raise ZooError(f"{source}: policy must be one of {', '.join(cls.policy_aliases)}, got {shown(policy)}")
     _check_value("policy_kwargs", config.get("policy_kwargs") or {}, source)
     hyperparams = config.get("hyperparams")
     if not isinstance(hyperparams, dict):
-        raise ZooError(f"{source}: hyperparams must be a mapping, got {hyperparams!r}"[:300])
+        raise ZooError(f"{source}: hyperparams must be a mapping, got {shown(hyperparams)}")
     allowed = set(constructor_keys(cls)) - {"policy_kwargs"}
     for key, value in hyperparams.items():
         if key not in allowed:
-            raise ZooError(f"{source}: hyperparams has an unknown key {key!r} for {algo}"[:300])
+            raise ZooError(f"{source}: hyperparams has an unknown key {shown(key)} for {algo}")
         if key in TRAINING_ONLY:
             if value not in (None, {}):
-                raise ZooError(f"{source}: hyperparams.{key} must be null or {{}}, got {value!r}"[:300])
+                raise ZooError(f"{source}: hyperparams.{key} must be null or {{}}, got {shown(value)}")
         else:
             _check_value(key, value, f"{source}: hyperparams")
-    _integer(config.get("n_envs", 1), f"{source}: n_envs", 1, MAX_N_ENVS)
-    _integer(config.get("num_timesteps", 0), f"{source}: num_timesteps", 0, 2**62)
+    integer(config.get("n_envs", 1), f"{source}: n_envs", 1, MAX_N_ENVS)
+    integer(config.get("num_timesteps", 0), f"{source}: num_timesteps", 0, 2**62)
     for name in ("observation_space", "action_space"):
         space_from_json(config.get(name), f"{source}: {name}")
     normalize = config.get("normalize", False)
@@ -456,8 +412,8 @@ def check_config(config: Any, source: str = CONFIG_JSON) -> dict[str, Any]:
         raise ZooError(f"{source}: weights.tensors must be a mapping of at most 4096 tensors")
     for name, tensor in tensors.items():
         if not (isinstance(tensor, Mapping) and set(tensor) == {"shape", "dtype"} and isinstance(tensor["dtype"], str)):
-            raise ZooError(f"{source}: weights.tensors[{name!r}] must hold a shape and a dtype"[:300])
-        _integers(tensor["shape"], f"{source}: weights.tensors[{name!r}].shape", 0, 2**40, min_len=0)
+            raise ZooError(f"{source}: weights.tensors[{shown(name)}] must hold a shape and a dtype")
+        _integers(tensor["shape"], f"{source}: weights.tensors[{shown(name)}].shape", 0, 2**40, min_len=0)
     if config.get("sb3_zip") is not None:
         config["sb3_zip"] = _file_record(config["sb3_zip"], f"{source}: sb3_zip", ".zip")
     return config
@@ -540,7 +496,7 @@ def load_agent(
     weights = folder / WEIGHTS_FILE
     if not weights.is_file():
         raise ZooError(f"{weights} not found")
-    _check_file(weights, config["weights"], "weights file")
+    check_digest(weights, config["weights"]["size"], config["weights"]["sha256"], CONFIG_JSON)
     model = build_model(config, device, weights)
     load_weights(model, weights, config["weights"])
     return model, config, load_stats(folder, config)

@@ -24,6 +24,7 @@ from stable_baselines3.common.utils import ConstantSchedule, FloatSchedule, Line
 from torch import nn, optim
 
 from sb3_reinforce import Reinforce
+from zoo.checks import shown
 from zoo.errors import ZooError
 
 ALGOS: dict[str, type[BaseAlgorithm]] = {"reinforce": Reinforce, "a2c": A2C, "ppo": PPO}
@@ -81,7 +82,7 @@ def parse_schedule(key: str, value: str, source: str) -> LinearSchedule:
     except ValueError:
         start = None
     if start is None:
-        raise ZooError(f"{source}: {key} must be a number or '{SCHEDULE_PREFIX}<initial value>', got {value!r}")
+        raise ZooError(f"{source}: {key} must be a number or '{SCHEDULE_PREFIX}<initial value>', got {shown(value)}")
     return LinearSchedule(start, 0.0, 1.0)
 
 
@@ -112,7 +113,7 @@ def unresolve(kwargs: dict[str, Any]) -> dict[str, Any]:
             if name in policy_kwargs:
                 names = {cls: key for key, cls in table.items()}
                 if policy_kwargs[name] not in names:
-                    raise ZooError(f"policy_kwargs.{name}={policy_kwargs[name]!r} has no name in the zoo's table")
+                    raise ZooError(f"policy_kwargs.{name}={shown(policy_kwargs[name])} has no name in the zoo's table")
                 policy_kwargs[name] = names[policy_kwargs[name]]
         data["policy_kwargs"] = policy_kwargs
     return data
@@ -135,7 +136,7 @@ def plain(name: str, value: Any) -> Any:
         return [plain(name, item) for item in value]
     if isinstance(value, dict) and all(isinstance(key, str) for key in value):
         return {key: plain(f"{name}.{key}", item) for key, item in value.items()}
-    raise ZooError(f"{name}={value!r} cannot be stored as data")
+    raise ZooError(f"{name}={shown(value)} cannot be stored as data")
 
 
 def hyperparams_from_model(model: BaseAlgorithm, fallback: dict[str, Any] | None = None) -> dict[str, Any]:

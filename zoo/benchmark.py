@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from zoo.algos import ALGOS
+from zoo.checks import shown
 from zoo.config import (
     check_budget_flag,
     check_env_id,
@@ -364,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     algos = ["reinforce", *[name.strip() for name in args.baselines.split(",") if name.strip()]]
     for algo in algos:
         if algo not in ALGOS:
-            raise ZooError(f"unknown baseline {algo!r}; known: {', '.join(a for a in ALGOS if a != 'reinforce')}")
+            raise ZooError(f"unknown baseline {shown(algo)}; known: {', '.join(a for a in ALGOS if a != 'reinforce')}")
     if args.envs == []:
         raise ZooError("--envs needs at least one env id (leave it out for every env of reinforce.yml)")
     check_budget_flag(args.n_timesteps)

@@ -38,8 +38,9 @@ from zoo.algos import (
     resolve,
     unresolve,
 )
+from zoo.checks import integer, is_integer, is_number, shown
 from zoo.errors import ZooError, first_line
-from zoo.normalization import check_settings, is_number
+from zoo.normalization import check_settings
 
 # Keys that configure the zoo's harness rather than the algorithm's constructor.
 ZOO_KEYS = {
@@ -104,19 +105,19 @@ class RunConfig:
             raise ZooError(f"{source} must be a mapping, got {type(data).__name__}")
         missing = [key for key in ("algo", "env_id", "hyperparams") if key not in data]
         if missing:
-            raise ZooError(f"{source} is missing {missing[0]!r}; expected keys algo, env_id, hyperparams")
+            raise ZooError(f"{source} is missing {shown(missing[0])}; expected keys algo, env_id, hyperparams")
         algo, env_id, hyperparams = data["algo"], data["env_id"], data["hyperparams"]
         if not isinstance(algo, str) or not isinstance(env_id, str) or not ENV_ID_FORM.match(env_id):
-            raise ZooError(f"{source}: algo and env_id must be names, got {algo!r} and {env_id!r}"[:300])
+            raise ZooError(f"{source}: algo and env_id must be names, got {shown(algo)} and {shown(env_id)}")
         if not isinstance(hyperparams, dict):
-            raise ZooError(f"{source}: hyperparams must be a mapping, got {hyperparams!r}"[:300])
+            raise ZooError(f"{source}: hyperparams must be a mapping, got {shown(hyperparams)}")
         entry = {key: data[key] for key in ZOO_KEYS if key in data and key != "variant"}
         return _build(algo, env_id, {**entry, **hyperparams}, source=source)
 
 
 def load_file(algo: str) -> dict[str, Any]:
     if algo not in ALGOS:
-        raise ZooError(f"unknown algorithm {algo!r}; known: {', '.join(ALGOS)}")
+        raise ZooError(f"unknown algorithm {shown(algo)}; known: {', '.join(ALGOS)}")
     text = (resources.files("zoo") / "hyperparams" / f"{algo}.yml").read_text()
     return parse_table(text, f"hyperparams/{algo}.yml")
 
@@ -192,9 +193,9 @@ def check_yaml_bounds(data: Any, source: str) -> None:
 def _check_plain(value: Any, where: str, source: str) -> None:
     if not isinstance(value, PLAIN_SCALARS):
         kind = NOT_PLAIN.get(type(value).__name__, f"a {type(value).__name__}")
-        shown = (str(value) if isinstance(value, (date, datetime)) else repr(value))[:60]
+        found = shown(str(value) if isinstance(value, (date, datetime)) else value)
         name = f"{source}: {where}" if where else source
-        raise ZooError(f"{name} is {kind} ({shown}); {PLAIN_VALUES} (quote text)")
+        raise ZooError(f"{name} is {kind} ({found}); {PLAIN_VALUES} (quote text)")
 
 
 def read_yaml_file(path: str | Path, source: str | None = None) -> Any:
@@ -222,7 +223,9 @@ def get_config(
     key = f"{env_id}/{variant}" if variant else env_id
     if variant and key not in table:
         variants = sorted(k.split("/", 1)[1] for k in table if k.startswith(f"{env_id}/"))
-        raise ZooError(f"no variant {variant!r} for {env_id} in {algo}.yml; available: {', '.join(variants) or 'none'}")
+        raise ZooError(
+            f"no variant {shown(variant)} for {env_id} in {algo}.yml; available: {', '.join(variants) or 'none'}"
+        )
     if key in table:
         entry = table[key]
     elif "default" in table:
@@ -230,14 +233,14 @@ def get_config(
     else:
         raise ZooError(f"{env_id} has no entry in {algo}.yml and there is no default; known: {', '.join(table)}")
     if not isinstance(entry, dict):
-        raise ZooError(f"{algo}.yml[{key}] must be a mapping of hyperparameters, got {entry!r}"[:300])
+        raise ZooError(f"{algo}.yml[{key}] must be a mapping of hyperparameters, got {shown(entry)}")
     entry = {**entry, **(overrides or {})}
     return _build(algo, env_id, entry, source=f"{algo}.yml[{key}]")
 
 
 def _build(algo: str, env_id: str, entry: dict[str, Any], source: str) -> RunConfig:
     if not isinstance(algo, str) or algo not in ALGOS:
-        raise ZooError(f"unknown algorithm {algo!r}; known: {', '.join(ALGOS)}")
+        raise ZooError(f"unknown algorithm {shown(algo)}; known: {', '.join(ALGOS)}")
     allowed = set(constructor_keys(ALGOS[algo]))
     if isinstance(entry.get("variant"), str):
         entry = {**_variant(algo, entry["variant"], source), **entry}
@@ -247,23 +250,23 @@ def _build(algo: str, env_id: str, entry: dict[str, Any], source: str) -> RunCon
         if key in ZOO_KEYS:
             if not isinstance(value, ZOO_KEYS[key]) or (isinstance(value, bool) and bool not in ZOO_KEYS[key]):
                 names = " or ".join(t.__name__ for t in ZOO_KEYS[key])
-                raise ZooError(f"{source}: {key} must be {names}, got {value!r}")
+                raise ZooError(f"{source}: {key} must be {names}, got {shown(value)}")
             zoo_part[key] = value
         elif key in allowed:
             if isinstance(value, str) and key in REINFORCE_ONLY_SCHEDULES and algo != "reinforce":
                 raise ZooError(
-                    f"{source}: {key} must be a number for {algo} (a schedule is Reinforce's), got {value!r}"
+                    f"{source}: {key} must be a number for {algo} (a schedule is Reinforce's), got {shown(value)}"
                 )
             _check_value(key, value, source)
             hyperparams[key] = value
         else:
             raise ZooError(
-                f"{source}: unknown key {key!r} for {algo}; allowed: {', '.join(sorted(allowed | set(ZOO_KEYS)))}"
+                f"{source}: unknown key {shown(key)} for {algo}; allowed: {', '.join(sorted(allowed | set(ZOO_KEYS)))}"
             )
     if "n_timesteps" not in zoo_part:
         raise ZooError(f"{source}: n_timesteps is required")
     if not (is_number(zoo_part["n_timesteps"]) and zoo_part["n_timesteps"] < 2**63):
-        raise ZooError(f"{source}: n_timesteps must be a finite number, got {zoo_part['n_timesteps']!r}")
+        raise ZooError(f"{source}: n_timesteps must be a finite number, got {shown(zoo_part['n_timesteps'])}")
     n_timesteps = int(zoo_part["n_timesteps"])
     if n_timesteps < 1:
         raise ZooError(f"{source}: n_timesteps must be >= 1")
@@ -287,7 +290,7 @@ def _variant(algo: str, name: str, source: str) -> dict[str, Any]:
     """``sb3_reinforce.VARIANTS[name]`` as YAML data (class names instead of classes)."""
     if algo != "reinforce" or name not in VARIANTS:
         known = ", ".join(VARIANTS) if algo == "reinforce" else "none (variants are Reinforce's)"
-        raise ZooError(f"{source}: unknown variant {name!r} for {algo}; known: {known}")
+        raise ZooError(f"{source}: unknown variant {shown(name)} for {algo}; known: {known}")
     return unresolve(copy.deepcopy(VARIANTS[name]))
 
 
@@ -329,24 +332,21 @@ def check_net_arch(net_arch: Any, source: str) -> None:
         nets = [(where, net_arch)]
     for name, layers in nets:
         if not isinstance(layers, list):
-            shown = repr(net_arch)[:100]
             raise ZooError(
-                f"{where} must be a list of layer widths or a mapping of pi and vf to such lists, got {shown}"
+                f"{where} must be a list of layer widths or a mapping of pi and vf to such lists, got {shown(net_arch)}"
             )
         if len(layers) > MAX_LAYERS:
             raise ZooError(f"{name} has {len(layers):,} layers; at most {MAX_LAYERS} are allowed")
         for i, width in enumerate(layers):
-            if isinstance(width, bool) or not isinstance(width, int) or not 1 <= width <= MAX_WIDTH:
-                raise ZooError(f"{name}[{i}] must be a layer width in [1, {MAX_WIDTH:,}], got {width!r}"[:300])
+            if not is_integer(width) or not 1 <= width <= MAX_WIDTH:
+                raise ZooError(f"{name}[{i}] must be a layer width in [1, {MAX_WIDTH:,}], got {shown(width)}")
 
 
 def check_bounded(key: str, value: Any, source: str) -> None:
     """ZooError if ``key`` has an entry in INTEGER_BOUNDS and ``value`` is not an integer within it."""
     if key not in INTEGER_BOUNDS or (value is None and key in NULLABLE_BOUNDED):
         return
-    low, high = INTEGER_BOUNDS[key]
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ZooError(f"{source}: {key} must be an integer in [{low:,}, {high:,}], got {value!r}"[:300])
+    integer(value, f"{source}: {key}", *INTEGER_BOUNDS[key])
 
 
 def _check_value(key: str, value: Any, source: str) -> None:
@@ -354,20 +354,20 @@ def _check_value(key: str, value: Any, source: str) -> None:
     if key in SCHEDULABLE and isinstance(value, str):
         schedule = parse_schedule(key, value, source)
         if not (math.isfinite(schedule.start) and schedule.start > 0):
-            raise ZooError(f"{source}: {key} must start at a finite number > 0, got {value!r}")
+            raise ZooError(f"{source}: {key} must start at a finite number > 0, got {shown(value)}")
     elif key == "policy_kwargs":
         if not isinstance(value, dict) or not all(isinstance(name, str) for name in value):
-            raise ZooError(f"{source}: policy_kwargs must be a mapping of names to values, got {value!r}"[:300])
+            raise ZooError(f"{source}: policy_kwargs must be a mapping of names to values, got {shown(value)}")
         check_net_arch(value.get("net_arch"), source)
         for name, item in value.items():
             if name in NAMED_CLASSES and (not isinstance(item, str) or item not in NAMED_CLASSES[name]):
                 raise ZooError(
-                    f"{source}: policy_kwargs.{name} must be one of {', '.join(NAMED_CLASSES[name])}, got {item!r}"
+                    f"{source}: policy_kwargs.{name} must be one of {', '.join(NAMED_CLASSES[name])}, got {shown(item)}"
                 )
     elif isinstance(value, (dict, list)):
-        raise ZooError(f"{source}: {key} must be a scalar, got {value!r}"[:300])
+        raise ZooError(f"{source}: {key} must be a scalar, got {shown(value)}")
     elif isinstance(value, float) and not math.isfinite(value):
-        raise ZooError(f"{source}: {key} must be finite, got {value!r}")
+        raise ZooError(f"{source}: {key} must be finite, got {shown(value)}")
 
 
 def check_budget_flag(n_timesteps: int | None) -> None:
@@ -378,15 +378,13 @@ def check_budget_flag(n_timesteps: int | None) -> None:
 
 def check_seed(seed: Any, name: str = "seed") -> int:
     """``seed`` as numpy and gymnasium take it: an integer in [0, 2**32 - 1]; one ZooError naming ``name``."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-        raise ZooError(f"{name} must be an integer in [0, {MAX_SEED}], got {seed!r}")
-    return seed
+    return integer(seed, name, 0, MAX_SEED)
 
 
 def check_env_kwargs(env_kwargs: Any, source: str) -> dict[str, Any]:
     """``env_kwargs`` must be a mapping of names to data; ``render_mode`` is the zoo's to set, when it renders."""
     if not isinstance(env_kwargs, dict) or not all(isinstance(key, str) for key in env_kwargs):
-        raise ZooError(f"{source} must be a mapping of names to values, got {env_kwargs!r}"[:300])
+        raise ZooError(f"{source} must be a mapping of names to values, got {shown(env_kwargs)}")
     if "render_mode" in env_kwargs:
         raise ZooError(f"{source} may not set render_mode: the zoo sets it when it renders")
     return env_kwargs
@@ -398,11 +396,11 @@ def check_env_kwargs(env_kwargs: Any, source: str) -> dict[str, Any]:
 def check_env_id(env_id: Any) -> None:
     """``env_id`` must have gymnasium's registry form and be registered (nothing is imported to find it)."""
     if not isinstance(env_id, str) or len(env_id) > 200 or not ENV_ID_FORM.match(env_id):
-        raise ZooError(f"invalid env id {env_id!r}: expected [namespace/]name[-vN], without a 'module:' prefix"[:300])
+        raise ZooError(f"invalid env id {shown(env_id)}: expected [namespace/]name[-vN], without a 'module:' prefix")
     if env_id not in gym.registry:
         close = [name for name in gym.registry if name.lower().startswith(env_id.lower().split("-")[0])][:5]
         hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise ZooError(f"unknown env id {env_id!r}{hint}")
+        raise ZooError(f"unknown env id {shown(env_id)}{hint}")
 
 
 def vec_env(
@@ -424,7 +422,9 @@ def vec_env(
     try:
         return make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=kwargs)
     except Exception as error:  # gymnasium raises NameNotFound, DependencyNotInstalled, TypeError for kwargs...
-        raise ZooError(f"cannot make env {env_id!r} with env_kwargs {env_kwargs or {}}: {first_line(error)}") from None
+        raise ZooError(
+            f"cannot make env {shown(env_id)} with env_kwargs {env_kwargs or {}}: {first_line(error)}"
+        ) from None
 
 
 def run_vec_env(config: RunConfig, seed: int, n_envs: int | None = None) -> VecEnv:
@@ -456,20 +456,28 @@ def make_model(config: RunConfig, env: VecEnv, seed: int, verbose: int = 0) -> B
         raise ZooError(f"bad hyperparameters for {config.algo} on {config.env_id}: {detail}") from None
 
 
+def yaml_numbers(value: Any) -> Any:
+    """``value`` with every string that reads as a number turned into one: YAML 1.1 reads ``1e-3`` and ``3e5`` as
+    text, and a user who types them on the command line means numbers."""
+    if isinstance(value, dict):
+        return {key: yaml_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [yaml_numbers(item) for item in value]
+    if isinstance(value, str):
+        for number in (int, float):
+            try:
+                return number(value)
+            except ValueError:
+                continue
+    return value
+
+
 def parse_overrides(items: list[str]) -> dict[str, Any]:
-    """``key=value`` pairs; values are YAML (``1e-3`` and ``3e5`` are numbers here, as a user means them)."""
+    """``key=value`` pairs; values are YAML, with numbers as :func:`yaml_numbers` reads them."""
     overrides: dict[str, Any] = {}
     for item in items:
         key, sep, text = item.partition("=")
         if not sep or not key:
-            raise ZooError(f"--hyperparams takes key=value pairs, got {item!r}")
-        value = safe_yaml(text, f"--hyperparams {key}")
-        if isinstance(value, str):
-            for number in (int, float):
-                try:
-                    value = number(text)
-                    break
-                except ValueError:
-                    continue
-        overrides[key] = value
+            raise ZooError(f"--hyperparams takes key=value pairs, got {shown(item)}")
+        overrides[key] = yaml_numbers(safe_yaml(text, f"--hyperparams {key}"))
     return overrides

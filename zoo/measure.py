@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
+from zoo.checks import is_number, shown
 from zoo.config import RunConfig
 from zoo.errors import ZooError
 from zoo.machine import cpu_model
-from zoo.normalization import is_number
 from zoo.runs import EVALUATIONS_FILE
 from zoo.train import TrainResult, train
 
@@ -49,9 +49,9 @@ def check_record(record: Any) -> dict[str, Any]:
     for key, types in RECORD_FIELDS.items():
         value = record.get(key)
         if not isinstance(value, types) or isinstance(value, bool):
-            raise ZooError(f"{key} is {value!r}"[:300])
+            raise ZooError(f"{key} is {shown(value)}")
         if isinstance(value, float) and not math.isfinite(value):
-            raise ZooError(f"{key} is {value!r}")
+            raise ZooError(f"{key} is {shown(value)}")
     curve = record["curve_mean_reward"]
     if len(curve) != len(record["curve_timesteps"]) or not all(map(is_number, curve)):
         raise ZooError("its learning curve is not one finite number per evaluation")

@@ -22,6 +22,7 @@ import numpy as np
 from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
+from zoo.checks import check_format, flatten, is_integer, is_number, shown
 from zoo.errors import ZooError
 
 FORMAT = "sb3-reinforce-agent/vec-normalize"
@@ -34,20 +35,15 @@ MAX_DIMENSIONS = 8
 SETTINGS = ("norm_obs", "norm_reward", "clip_obs", "clip_reward", "gamma", "epsilon", "norm_obs_keys")
 
 
-def is_number(value: Any) -> bool:
-    """A real number that JSON or YAML can hold (bool is not one), finite."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def check_settings(settings: Any, source: str, *, complete: bool = False) -> dict[str, Any]:
     """VecNormalize's keyword arguments, checked: booleans are booleans, ``clip_obs``, ``clip_reward`` and
     ``epsilon`` finite and > 0, ``gamma`` in [0, 1], ``norm_obs_keys`` None or a list of names. ``complete``:
     every setting must be there (a vec_normalize.json); otherwise a subset (a config's ``normalize:``)."""
     if not isinstance(settings, Mapping):
-        raise ZooError(f"{source} must be a mapping of VecNormalize settings, got {settings!r}")
+        raise ZooError(f"{source} must be a mapping of VecNormalize settings, got {shown(settings)}")
     unknown = [key for key in settings if key not in SETTINGS]
     if unknown:
-        raise ZooError(f"{source}: unknown key {unknown[0]!r}; allowed: {', '.join(SETTINGS)}")
+        raise ZooError(f"{source}: unknown key {shown(unknown[0])}; allowed: {', '.join(SETTINGS)}")
     missing = [key for key in SETTINGS if key not in settings] if complete else []
     if missing:
         raise ZooError(f"{source}: {missing[0]} is missing")
@@ -66,7 +62,7 @@ def check_settings(settings: Any, source: str, *, complete: bool = False) -> dic
             ok = is_number(value) and value > 0
             wanted = "a finite number > 0"
         if not ok:
-            raise ZooError(f"{source}: {key} must be {wanted}, got {value!r}")
+            raise ZooError(f"{source}: {key} must be {wanted}, got {shown(value)}")
         checked[key] = float(value) if is_number(value) else value
     return checked
 
@@ -83,26 +79,22 @@ def _shape(value: Any, where: str) -> tuple[int, ...]:
     if not (
         isinstance(value, list)
         and len(value) <= MAX_DIMENSIONS
-        and all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_ELEMENTS for n in value)
+        and all(is_integer(n) and 0 <= n <= MAX_ELEMENTS for n in value)
         and math.prod(value) <= MAX_ELEMENTS
     ):
         raise ZooError(
             f"{where}.shape must be a list of at most {MAX_DIMENSIONS} sizes with at most {MAX_ELEMENTS} "
-            f"entries in all, got {value!r}"[:300]
+            f"entries in all, got {shown(value)}"
         )
     return tuple(value)
 
 
 def _array(value: Any, shape: tuple[int, ...], where: str) -> np.ndarray:
-    """Nested lists of exactly ``shape`` holding finite numbers, as float64 (walked level by level, no recursion)."""
-    level = [value]
-    for depth, size in enumerate(shape):
-        if not all(isinstance(item, list) and len(item) == size for item in level):
-            raise ZooError(f"{where} does not have the shape {list(shape)} (at depth {depth})")
-        level = [element for item in level for element in item]
+    """Nested lists of exactly ``shape`` holding finite numbers, as float64."""
+    level = flatten(value, shape, where)
     if not all(is_number(item) for item in level):
         bad = next(item for item in level if not is_number(item))
-        raise ZooError(f"{where} must hold finite numbers, found {bad!r}"[:300])
+        raise ZooError(f"{where} must hold finite numbers, found {shown(bad)}")
     return np.asarray(level, dtype=np.float64).reshape(shape)
 
 
@@ -113,10 +105,10 @@ def _rms_from_json(data: Any, where: str) -> RunningMeanStd:
     mean = _array(data["mean"], shape, f"{where}.mean")
     var = _array(data["var"], shape, f"{where}.var")
     if not np.all(var > 0):
-        raise ZooError(f"{where}.var must be positive, found {float(var.min())!r}")
+        raise ZooError(f"{where}.var must be positive, found {shown(float(var.min()))}")
     count = data["count"]
     if not (is_number(count) and count > 0):
-        raise ZooError(f"{where}.count must be a finite number > 0, got {count!r}")
+        raise ZooError(f"{where}.count must be a finite number > 0, got {shown(count)}")
     rms = RunningMeanStd(shape=shape)
     rms.mean, rms.var, rms.count = mean, var, float(count)
     return rms
@@ -176,7 +168,7 @@ class VecNormalizeStats:
     def to_json(self) -> dict[str, Any]:
         obs_rms: Any = None
         if isinstance(self.obs_rms, dict):
-            obs_rms = {key: _rms_to_json(rms, f"obs_rms[{key!r}]") for key, rms in self.obs_rms.items()}
+            obs_rms = {key: _rms_to_json(rms, f"obs_rms[{shown(key)}]") for key, rms in self.obs_rms.items()}
         elif self.obs_rms is not None:
             obs_rms = _rms_to_json(self.obs_rms, "obs_rms")
         return {
@@ -191,15 +183,10 @@ class VecNormalizeStats:
     def from_json(cls, data: Any) -> VecNormalizeStats:
         """Statistics from a ``vec_normalize.json`` mapping, every field checked (see the module doc)."""
         source = JSON_FILE
-        if not isinstance(data, Mapping) or data.get("format") != FORMAT:
-            found = data.get("format") if isinstance(data, Mapping) else type(data).__name__
-            raise ZooError(f"{source} is not a {FORMAT} file (format={found!r})")
-        version = data.get("format_version")
-        if not (isinstance(version, int) and not isinstance(version, bool) and 1 <= version <= FORMAT_VERSION):
-            raise ZooError(f"{source}: unknown format_version {version!r}; this zoo reads 1 to {FORMAT_VERSION}")
+        data = check_format(data, source, FORMAT, FORMAT_VERSION)
         unknown = [key for key in data if key not in {"format", "format_version", "obs_rms", "ret_rms", *SETTINGS}]
         if unknown:
-            raise ZooError(f"{source}: unknown key {unknown[0]!r}")
+            raise ZooError(f"{source}: unknown key {shown(unknown[0])}")
         settings = check_settings({key: data[key] for key in SETTINGS if key in data}, source, complete=True)
         if "obs_rms" not in data or "ret_rms" not in data:
             raise ZooError(f"{source}: obs_rms and ret_rms are required")
@@ -210,7 +197,7 @@ class VecNormalizeStats:
         elif isinstance(raw, Mapping) and "shape" in raw:
             obs_rms = _rms_from_json(raw, f"{source}: obs_rms")
         elif isinstance(raw, Mapping) and 0 < len(raw) <= 64:
-            obs_rms = {str(key): _rms_from_json(item, f"{source}: obs_rms[{key!r}]") for key, item in raw.items()}
+            obs_rms = {str(key): _rms_from_json(item, f"{source}: obs_rms[{shown(key)}]") for key, item in raw.items()}
         else:
             raise ZooError(f"{source}: obs_rms must be null, statistics, or a mapping of at most 64 keys to them")
         if settings["norm_obs"] and obs_rms is None:
@@ -238,7 +225,7 @@ class VecNormalizeStats:
                 norm_obs_keys=self.norm_obs_keys,
             )
         except (ValueError, KeyError, TypeError) as error:  # norm_obs_keys that the env's observations do not have
-            raise ZooError(f"VecNormalize settings do not fit the env: {type(error).__name__}: {error}"[:300]) from None
+            raise ZooError(f"VecNormalize settings do not fit the env: {type(error).__name__}: {error}") from None
         if self.norm_obs:
             stored: Any = self.obs_rms
             current: Any = wrapped.obs_rms

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from zoo.checks import shown
 from zoo.errors import ZooError, first_line
 from zoo.folders import move_into_place
 
@@ -57,7 +58,7 @@ def write_run(task: Any, files: dict[str, bytes]) -> None:
     with tempfile.TemporaryDirectory() as staging:
         for name, data in files.items():
             if Path(name).name != name or name.startswith("."):
-                raise ZooError(f"a Ray task sent back a file named {name!r}, which is not a plain file name")
+                raise ZooError(f"a Ray task sent back a file named {shown(name)}, which is not a plain file name")
             (Path(staging) / name).write_bytes(data)
         move_into_place(Path(staging), task.folder)
 
@@ -66,7 +67,7 @@ def check_reachable(address: str) -> None:
     """One line, quickly, when nothing listens at ``HOST:PORT`` (Ray itself would keep retrying for minutes)."""
     host, sep, port = address.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ZooError(f"--ray takes a cluster address HOST:PORT, 'auto' or 'local', got {address!r}")
+        raise ZooError(f"--ray takes a cluster address HOST:PORT, 'auto' or 'local', got {shown(address)}")
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
     except OSError as error:

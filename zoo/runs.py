@@ -16,6 +16,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
 
 from zoo.algos import ALGOS
+from zoo.checks import is_integer, shown
 from zoo.config import RunConfig, safe_yaml
 from zoo.errors import ZooError, first_line
 from zoo.normalization import VecNormalizeStats
@@ -110,8 +111,8 @@ def _read_config(path: Path) -> tuple[RunConfig | None, int | None]:
     data = safe_yaml(text, str(path))
     config = RunConfig.from_data(data, source=str(path))
     seed = data.get("seed")
-    if seed is not None and not (isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0):
-        raise ZooError(f"{path}: seed must be an integer >= 0, got {seed!r}")
+    if seed is not None and not (is_integer(seed) and seed >= 0):
+        raise ZooError(f"{path}: seed must be an integer >= 0, got {shown(seed)}")
     return config, seed
 
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
-from zoo.agent_format import read_config, read_json
+from zoo.agent_format import read_config
 from zoo.algos import ALGOS
+from zoo.checks import read_json
 from zoo.hub.layout import CARD_FILE, MANIFEST_FILE, RESULTS_FILE, VIDEO_FILE, repo_name
 
 # hub_cards/template.md, reached through the package: zoo/model_card_template.md links to it in the repository,

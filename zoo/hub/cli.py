@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from zoo.agent_format import CONFIG_JSON, read_config
+from zoo.checks import shown
 from zoo.config import check_seed
 from zoo.errors import ZooError, first_line
 from zoo.evaluate import DEFAULT_EVAL_SEED
@@ -237,7 +238,7 @@ def push_all_main(argv: list[str]) -> int:
     try:
         client.check_repo_id(f"{args.org}/x")
     except ZooError:
-        raise ZooError(f"invalid --org {args.org!r}: a user or organization name, without '/'") from None
+        raise ZooError(f"invalid --org {shown(args.org)}: a user or organization name, without '/'") from None
     if args.hub_cards is None and not HUB_CARDS_DIR.is_dir():
         # The default is the checkout's packaged agents: elsewhere there is nothing to push from.
         raise ZooError(

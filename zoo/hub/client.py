@@ -49,7 +49,7 @@ from huggingface_hub.errors import (
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 from huggingface_hub.utils._http import default_client_factory
 
-from zoo.agent_format import read_json
+from zoo.checks import is_real, read_json, shown
 from zoo.errors import ZooError, first_line
 from zoo.hub.layout import MANIFEST_FILE, parse_manifest
 
@@ -87,8 +87,8 @@ _factory_installed = False
 def check_timeout(timeout: float | None) -> float:
     """``timeout`` (seconds, > 0 and finite), or :data:`DEFAULT_TIMEOUT_S` when None."""
     value = DEFAULT_TIMEOUT_S if timeout is None else timeout
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
-        raise ZooError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+    if not is_real(value) or not (math.isfinite(value) and value > 0):
+        raise ZooError(f"timeout must be a number of seconds > 0, got {shown(timeout)}")
     return float(value)
 
 
@@ -158,7 +158,9 @@ def check_repo_id(repo_id: str) -> None:
             raise HFValidationError("no namespace")
         validate_repo_id(repo_id)
     except HFValidationError:
-        raise ZooError(f"invalid repo id {repo_id!r}: expected ORG/NAME (letters, digits, '.', '_', '-')") from None
+        raise ZooError(
+            f"invalid repo id {shown(repo_id)}: expected ORG/NAME (letters, digits, '.', '_', '-')"
+        ) from None
 
 
 # --------------------------------------------------------------------------------------------------------- errors
@@ -236,7 +238,7 @@ def hub_errors(
             f"{what}: repository {repo_id} not found on {hub} (or it is private and the token cannot read it)"
         ) from None
     except RevisionNotFoundError:
-        raise ZooError(f"{what}: revision {revision!r} not found in {repo_id}") from None
+        raise ZooError(f"{what}: revision {shown(revision)} not found in {repo_id}") from None
     except RemoteEntryNotFoundError as error:
         raise ZooError(f"{what}: file not found in {repo_id}: {first_line(error)}") from None
     except (OfflineModeIsEnabled, LocalEntryNotFoundError) as error:

@@ -25,9 +25,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from zoo.agent_format import CONFIG_JSON, FILE_NAME, SHA256, VEC_NORMALIZE_JSON, WEIGHTS_FILE, sha256_file, write_json
+from zoo.agent_format import CONFIG_JSON, VEC_NORMALIZE_JSON, WEIGHTS_FILE, write_json
+from zoo.checks import (
+    FILE_NAME,
+    check_digest,
+    check_format,
+    file_record,
+    is_integer,
+    is_number,
+    sha256_file,
+    shown,
+)
 from zoo.errors import ZooError
-from zoo.normalization import is_number
 from zoo.runs import CONFIG_YML, env_slug
 
 RESULTS_FILE = "results.json"
@@ -54,22 +63,14 @@ def write_manifest(folder: Path) -> dict[str, dict[str, Any]]:
 
 def parse_manifest(data: Any, source: str = MANIFEST_FILE) -> dict[str, dict[str, Any]]:
     """The entries of a manifest (file name -> size and sha256), every field checked; one ZooError otherwise."""
-    if not isinstance(data, Mapping) or data.get("format") != MANIFEST_FORMAT:
-        raise ZooError(f"{source} is not a {MANIFEST_FORMAT} file")
-    if data.get("format_version") != MANIFEST_VERSION:
-        raise ZooError(f"{source}: unknown format_version {data.get('format_version')!r}; this zoo reads 1"[:300])
+    data = check_format(data, source, MANIFEST_FORMAT, MANIFEST_VERSION)
     files = data.get("files")
     if not (isinstance(files, Mapping) and len(files) <= MAX_MANIFEST_FILES):
         raise ZooError(f"{source}: files must be a mapping of at most {MAX_MANIFEST_FILES} file names")
     for name, entry in files.items():
         if not (isinstance(name, str) and FILE_NAME.match(name) and name != MANIFEST_FILE):
-            raise ZooError(f"{source}: {name!r} is not a plain file name of the agent's folder"[:300])
-        size = entry.get("size") if isinstance(entry, Mapping) else None
-        digest = entry.get("sha256") if isinstance(entry, Mapping) else None
-        if not (isinstance(size, int) and not isinstance(size, bool) and size >= 0):
-            raise ZooError(f"{source}: files[{name!r}].size must be an integer >= 0, got {size!r}"[:300])
-        if not (isinstance(digest, str) and SHA256.match(digest)):
-            raise ZooError(f"{source}: files[{name!r}].sha256 must be 64 hexadecimal digits"[:300])
+            raise ZooError(f"{source}: {shown(name)} is not a plain file name of the agent's folder")
+        file_record(entry, f"{source}: files[{shown(name)}]")
     return {name: dict(entry) for name, entry in files.items()}
 
 
@@ -81,13 +82,7 @@ def verify_file(folder: Path, name: str, manifest: Mapping[str, Mapping[str, Any
     path = folder / name
     if not path.is_file():
         raise ZooError(f"{name} is missing, though {MANIFEST_FILE} lists it")
-    size, digest = path.stat().st_size, sha256_file(path)
-    if size != entry["size"] or digest != entry["sha256"]:
-        raise ZooError(
-            f"{name} is corrupt or was modified: {size} bytes with sha256 {digest[:12]}..., but {MANIFEST_FILE} "
-            f"records {entry['size']} bytes with sha256 {entry['sha256'][:12]}..."
-        )
-    return path
+    return check_digest(path, entry["size"], entry["sha256"], MANIFEST_FILE)
 
 
 def repo_name(algo: str, env_id: str) -> str:
@@ -101,21 +96,21 @@ def check_results(results: Any, env_id: str) -> dict[str, Any]:
     those of its episodes (a card cannot show a score its own episodes do not give)."""
 
     def bad(what: str) -> ZooError:
-        return ZooError(f"{RESULTS_FILE} is not an evaluation this zoo wrote: {what}"[:300])
+        return ZooError(f"{RESULTS_FILE} is not an evaluation this zoo wrote: {what}")
 
     if not isinstance(results, dict):
         raise bad(f"a {type(results).__name__}, not a mapping")
     if results.get("env_id") != env_id:
-        raise bad(f"env_id {results.get('env_id')!r}, the agent's is {env_id!r}")
+        raise bad(f"env_id {shown(results.get('env_id'))}, the agent's is {shown(env_id)}")
     rewards, lengths, n = results.get("episode_rewards"), results.get("episode_lengths"), results.get("n_eval_episodes")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise bad(f"n_eval_episodes {n!r}")
+    if not is_integer(n) or n < 1:
+        raise bad(f"n_eval_episodes {shown(n)}")
     if not isinstance(rewards, list) or len(rewards) != n or not all(map(is_number, rewards)):
         raise bad(f"episode_rewards is not {n} finite numbers")
     if (
         not isinstance(lengths, list)
         or len(lengths) != n
-        or not all(isinstance(length, int) and not isinstance(length, bool) and length >= 1 for length in lengths)
+        or not all(is_integer(length) and length >= 1 for length in lengths)
     ):
         raise bad(f"episode_lengths is not {n} integers >= 1")
     try:
@@ -125,7 +120,7 @@ def check_results(results: Any, env_id: str) -> dict[str, Any]:
     for key, expected in stats:
         value: Any = results.get(key)
         if not is_number(value) or not math.isclose(value, expected, rel_tol=1e-6, abs_tol=1e-6):
-            raise bad(f"{key} {value!r}, its episodes give {expected!r}")
+            raise bad(f"{key} {shown(value)}, its episodes give {shown(expected)}")
     if not isinstance(results.get("deterministic"), bool):
-        raise bad(f"deterministic {results.get('deterministic')!r}")
+        raise bad(f"deterministic {shown(results.get('deterministic'))}")
     return results

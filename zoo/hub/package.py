@@ -23,12 +23,11 @@ from zoo.agent_format import (
     WEIGHTS_FILE,
     load_agent,
     read_config,
-    read_json,
     save_agent,
-    sha256_file,
     write_json,
 )
 from zoo.algos import algo_name, hyperparams_from_model, policy_alias
+from zoo.checks import check_digest, read_json, sha256_file, shown
 from zoo.config import RunConfig
 from zoo.errors import ZooError, first_line
 from zoo.evaluate import evaluate_episodes, make_eval_env
@@ -77,9 +76,9 @@ def run_config_of(
     else:
         raise ZooError(f"config must be a RunConfig, a config.yml mapping or None, got {type(config).__name__}")
     if run.env_id != env_id:
-        raise ZooError(f"the agent's config is for {run.env_id!r}, not {env_id!r}")
+        raise ZooError(f"the agent's config is for {shown(run.env_id)}, not {shown(env_id)}")
     if run.algo != algo_name(model):
-        raise ZooError(f"the agent's config is for {run.algo!r}, the model is {algo_name(model)!r}")
+        raise ZooError(f"the agent's config is for {shown(run.algo)}, the model is {shown(algo_name(model))}")
     return run, seed
 
 
@@ -124,7 +123,7 @@ def build_package(
     env_id = config.env_id
     if config.normalize and stats is None:
         raise ZooError(
-            f"{env_id}: the config normalizes observations/rewards (normalize: {config.normalize!r}) but "
+            f"{env_id}: the config normalizes observations/rewards (normalize: {shown(config.normalize)}) but "
             f"no VecNormalize statistics were given ({VEC_NORMALIZE_PKL} beside the model)"
         )
     env_kwargs = dict(env_kwargs if env_kwargs is not None else config.env_kwargs)
@@ -194,9 +193,7 @@ def sb3_zip(folder: Path, config: dict[str, Any], missing: str) -> Path:
     path = folder / str(zip_info.get("file", ""))
     if not zip_info or not path.is_file():
         raise ZooError(missing.format(file=zip_info.get("file")))
-    if sha256_file(path) != zip_info.get("sha256"):
-        raise ZooError(f"{path} does not match the sha256 in {CONFIG_JSON}: corrupt or modified")
-    return path
+    return check_digest(path, zip_info.get("size"), zip_info.get("sha256"), CONFIG_JSON)
 
 
 def verify_package(folder: Path) -> tuple[dict[str, Any], list[str]]:

@@ -31,10 +31,10 @@ from zoo.agent_format import (
     load_agent,
     load_stats,
     read_config,
-    read_json,
     space_from_json,
 )
 from zoo.algos import ALGOS
+from zoo.checks import read_json
 from zoo.config import safe_yaml
 from zoo.errors import ZooError, first_line
 from zoo.evaluate import DEFAULT_EVAL_SEED, evaluate_episodes, make_eval_env

@@ -18,8 +18,9 @@ from typing import Any
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
 
-from zoo.agent_format import read_config, read_json
+from zoo.agent_format import read_config
 from zoo.algos import algo_name
+from zoo.checks import read_json
 from zoo.config import RunConfig
 from zoo.errors import ZooError
 from zoo.evaluate import DEFAULT_EVAL_SEED

@@ -23,7 +23,8 @@ from typing import Any
 import optuna
 
 from zoo.algos import ALGOS
-from zoo.config import check_budget_flag, check_env_id, get_config, parse_overrides, safe_yaml
+from zoo.checks import shown
+from zoo.config import check_budget_flag, check_env_id, get_config, parse_overrides, safe_yaml, yaml_numbers
 from zoo.errors import ZooError
 from zoo.folders import check_file_path, check_folder_path, make_folder, write_atomically
 from zoo.runs import env_slug
@@ -166,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     study_name = args.study or f"{args.algo}-{env_slug(args.env)}"
     if not study_name or "/" in study_name or study_name.startswith(".") or len(study_name) > MAX_STUDY_NAME:
         raise ZooError(
-            f"--study {study_name[:40]!r}{'...' if len(study_name) > 40 else ''}: a study name is also a folder "
+            f"--study {shown(study_name)}: a study name is also a folder "
             f"name: at most {MAX_STUDY_NAME} characters, without '/', not starting with '.'"
         )
     folder = study_folder(check_folder_path(args.log_folder, "--log-folder"), study_name)
@@ -176,11 +177,13 @@ def main(argv: list[str] | None = None) -> int:
     spec = StorageSpec.parse(args.storage, folder, args.heartbeat_interval, args.grace_period)
     reading = args.report or args.export is not None
     if reading and spec.url is None and not Path(str(spec.journal)).is_file():
-        raise ZooError(f"no study {study_name!r}: {spec.journal} does not exist (--study, --log-folder, --storage?)")
+        raise ZooError(
+            f"no study {shown(study_name)}: {spec.journal} does not exist (--study, --log-folder, --storage?)"
+        )
     database = spec.sqlite_file()
     if reading and database is not None and not database.is_file():
         # Opening a SQLite URL creates the file: reading a study must not leave an empty database behind.
-        raise ZooError(f"no study {study_name!r}: the SQLite database {database} does not exist (--storage?)")
+        raise ZooError(f"no study {shown(study_name)}: the SQLite database {database} does not exist (--storage?)")
     setup, enqueued = None, []
     if not reading:
         # Every input is checked before the storage is opened (or its folder created).
@@ -271,7 +274,7 @@ def existing_study(name: str, storage: optuna.storages.BaseStorage, spec: Storag
         study = optuna.load_study(study_name=name, storage=storage)
     except KeyError:
         names = [summary.study_name for summary in optuna.get_all_study_summaries(storage)]
-        raise ZooError(f"no study {name!r} in {spec.shown}; studies there: {', '.join(names) or 'none'}") from None
+        raise ZooError(f"no study {shown(name)} in {spec.shown}; studies there: {', '.join(names) or 'none'}") from None
     setup_record(study, spec)
     return study
 
@@ -291,8 +294,8 @@ def setup_record(study: optuna.Study, spec: StorageSpec) -> Any:
             return recorded
         if study.get_trials(deepcopy=False) or time.monotonic() >= deadline:
             raise ZooError(
-                f"study {study.study_name!r} in {spec.shown} was not created by the zoo (it has no setup record of "
-                "ours): another tool's study of the same name is neither joined nor read; give another --study"
+                f"study {shown(study.study_name)} in {spec.shown} was not created by the zoo (it has no setup record "
+                "of ours): another tool's study of the same name is neither joined nor read; give another --study"
             )
         time.sleep(0.2)
 
@@ -316,7 +319,7 @@ def open_study(
     recorded = setup_record(study, spec)
     if recorded != wanted:
         raise ZooError(
-            f"study {name!r} was created with other options: {'; '.join(differences(recorded, wanted)[:4])}. "
+            f"study {shown(name)} was created with other options: {'; '.join(differences(recorded, wanted)[:4])}. "
             "Give the study's own --n-timesteps, --hyperparams, --space, --seeds and --first-seed to resume it, or "
             "another --study"
         )
@@ -330,30 +333,15 @@ def differences(recorded: Any, wanted: Any, path: str = "") -> list[str]:
         for key in dict.fromkeys([*recorded, *wanted]):
             found += differences(recorded.get(key), wanted.get(key), f"{path}.{key}" if path else str(key))
         return found
-    return [] if recorded == wanted else [f"{path}: study {recorded!r}, this command {wanted!r}"]
-
-
-def numbers(value: Any) -> Any:
-    """YAML 1.1 reads ``1e-2`` as text; a user means a number there (as ``zoo train --hyperparams`` does)."""
-    if isinstance(value, dict):
-        return {key: numbers(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [numbers(item) for item in value]
-    if isinstance(value, str):
-        for number in (int, float):
-            try:
-                return number(value)
-            except ValueError:
-                continue
-    return value
+    return [] if recorded == wanted else [f"{path}: study {shown(recorded)}, this command {shown(wanted)}"]
 
 
 def parse_enqueued(setup: Setup, text: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """An ``--enqueue`` text as its overrides of the entry and the study's parameters that run them; ZooError if
     it is not a mapping of hyperparameters that the study can run."""
-    overrides = numbers(safe_yaml(text, f"--enqueue {text[:60]!r}"))
+    overrides = yaml_numbers(safe_yaml(text, f"--enqueue {shown(text)}"))
     if not isinstance(overrides, dict) or not overrides:
-        raise ZooError(f"--enqueue takes a YAML mapping of hyperparameters, got {text!r}"[:300])
+        raise ZooError(f"--enqueue takes a YAML mapping of hyperparameters, got {shown(text)}")
     if "n_timesteps" in overrides:
         raise ZooError("--enqueue: n_timesteps is the study's budget (--n-timesteps), the same for every trial")
     return overrides, fixed_params(setup.space, with_overrides(setup.base_config, overrides))

@@ -24,6 +24,7 @@ from typing import Any
 import optuna
 
 from zoo.algos import ALGOS, NAMED_CLASSES, SCHEDULABLE, SCHEDULE_PREFIX, constructor_keys
+from zoo.checks import is_real, shown
 from zoo.config import ZOO_KEYS, RunConfig, get_config, read_yaml_file, safe_yaml
 from zoo.errors import ZooError
 
@@ -143,14 +144,14 @@ def _param(base: RunConfig, name: str, spec: Any, earlier: list[Param], source: 
     allowed = [key for key in constructor_keys(ALGOS[algo]) if key != "policy_kwargs"] + list(SEARCHABLE_ZOO_KEYS)
     if name not in allowed and not (name.startswith(POLICY_KWARGS) and name[len(POLICY_KWARGS) :].isidentifier()):
         raise ZooError(
-            f"{source}: unknown parameter {name!r} for {algo}; allowed: {', '.join(allowed)}, policy_kwargs.<name>"
+            f"{source}: unknown parameter {shown(name)} for {algo}; allowed: {', '.join(allowed)}, policy_kwargs.<name>"
         )
     if not isinstance(spec, dict):
-        raise ZooError(f"{where} must be a mapping with one of {', '.join(DISTRIBUTIONS)}, got {spec!r}")
+        raise ZooError(f"{where} must be a mapping with one of {', '.join(DISTRIBUTIONS)}, got {shown(spec)}")
     kinds = [key for key in spec if key in DISTRIBUTIONS]
     unknown = [key for key in spec if key not in DISTRIBUTIONS and key not in OPTIONS]
     if unknown or len(kinds) != 1:
-        problem = f"unknown key {unknown[0]!r}" if unknown else f"{len(kinds)} distributions"
+        problem = f"unknown key {shown(unknown[0])}" if unknown else f"{len(kinds)} distributions"
         raise ZooError(
             f"{where}: {problem}; give exactly one of {', '.join(DISTRIBUTIONS)}, optionally {', '.join(OPTIONS)}"
         )
@@ -159,10 +160,10 @@ def _param(base: RunConfig, name: str, spec: Any, earlier: list[Param], source: 
     param: dict[str, Any] = {"name": name, "kind": kind}
     if kind == "categorical":
         if not isinstance(values, list) or not values:
-            raise ZooError(f"{where}: categorical needs a non-empty list of choices, got {values!r}")
+            raise ZooError(f"{where}: categorical needs a non-empty list of choices, got {shown(values)}")
         labels = [label(choice) for choice in values]
         if len(set(map(json.dumps, labels))) != len(labels):
-            raise ZooError(f"{where}: categorical choices repeat: {values!r}")
+            raise ZooError(f"{where}: categorical choices repeat: {shown(values)}")
         param["choices"] = tuple(values)
     else:
         param["low"], param["high"] = _bounds(where, kind, values)
@@ -183,21 +184,21 @@ def _param(base: RunConfig, name: str, spec: Any, earlier: list[Param], source: 
 
 def _bounds(where: str, kind: str, values: Any) -> tuple[float, float]:
     numbers = isinstance(values, list) and len(values) == 2
-    numbers = numbers and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+    numbers = numbers and all(is_real(v) for v in values)
     if not numbers:
         hint = (
             " (YAML reads 1e-4 as text: write 1.0e-4)"
             if isinstance(values, list) and any(isinstance(v, str) for v in values)
             else ""
         )
-        raise ZooError(f"{where}: {kind} needs [low, high] as two numbers, got {values!r}{hint}")
+        raise ZooError(f"{where}: {kind} needs [low, high] as two numbers, got {shown(values)}{hint}")
     low, high = values
     if kind == "int" and not (isinstance(low, int) and isinstance(high, int)):
-        raise ZooError(f"{where}: int needs integer bounds, got {values!r}")
+        raise ZooError(f"{where}: int needs integer bounds, got {shown(values)}")
     if not low < high:
-        raise ZooError(f"{where}: {kind} needs low < high, got {values!r}")
+        raise ZooError(f"{where}: {kind} needs low < high, got {shown(values)}")
     if kind == "log_uniform" and low <= 0:
-        raise ZooError(f"{where}: log_uniform needs 0 < low, got {values!r}")
+        raise ZooError(f"{where}: log_uniform needs 0 < low, got {shown(values)}")
     return low, high
 
 
@@ -206,7 +207,7 @@ def _schedules(where: str, name: str, kind: str, value: Any) -> tuple[str, ...]:
         raise ZooError(f"{where}: schedule applies to the float parameters {', '.join(sorted(SCHEDULABLE))} only")
     schedules = [value] if isinstance(value, str) else value
     if not isinstance(schedules, list) or not schedules or any(item not in SCHEDULES for item in schedules):
-        raise ZooError(f"{where}: schedule must be one or a list of {', '.join(SCHEDULES)}, got {value!r}")
+        raise ZooError(f"{where}: schedule must be one or a list of {', '.join(SCHEDULES)}, got {shown(value)}")
     return tuple(dict.fromkeys(schedules))
 
 
@@ -219,14 +220,15 @@ def _when(where: str, value: Any, earlier: list[Param]) -> tuple[tuple[str, tupl
         if name not in by_name or by_name[name].kind != "categorical":
             known = ", ".join(param.name for param in earlier if param.kind == "categorical") or "none"
             raise ZooError(
-                f"{where}: when refers to {name!r}, which is not a categorical parameter sampled before it; "
+                f"{where}: when refers to {shown(name)}, which is not a categorical parameter sampled before it; "
                 f"those are: {known}"
             )
         choices = choices if isinstance(choices, list) else [choices]
         outside = [choice for choice in choices if label(choice) not in by_name[name].labels]
         if outside or not choices:
             raise ZooError(
-                f"{where}: when {name}: {outside or choices!r} must be among {name}'s choices {by_name[name].labels}"
+                f"{where}: when {name}: {shown(outside or choices)} must be among {name}'s choices "
+                f"{by_name[name].labels}"
             )
         conditions.append((name, tuple(choices)))
     return tuple(conditions)
@@ -240,7 +242,7 @@ def _check_values(base: RunConfig, param: Param, where: str) -> None:
         try:
             apply(base, Sample({param.name: value}))
         except ZooError as error:
-            raise ZooError(f"{where}: {value!r} is not a valid value: {str(error).split(': ', 1)[-1]}") from None
+            raise ZooError(f"{where}: {shown(value)} is not a valid value: {str(error).split(': ', 1)[-1]}") from None
 
 
 # ------------------------------------------------------------------------------------- sampling and applying
@@ -326,16 +328,16 @@ def fixed_params(space: SearchSpace, config: RunConfig) -> dict[str, Any]:
         schedule = "constant"
         if isinstance(value, str) and value.startswith(SCHEDULE_PREFIX) and param.schedules:
             value, schedule = float(value[len(SCHEDULE_PREFIX) :]), "linear"
-        where = f"--enqueue: {param.name}={value!r}"
+        where = f"--enqueue: {param.name}={shown(value)}"
         if param.schedules and schedule not in param.schedules:
             raise ZooError(f"{where} is a {schedule} schedule; the search space allows {', '.join(param.schedules)}")
         if param.kind == "categorical":
             if label(value) not in param.labels:
-                raise ZooError(f"{where} is not one of its choices {param.choices!r} in the search space")
+                raise ZooError(f"{where} is not one of its choices {shown(param.choices)} in the search space")
             params[param.name] = label(value)
             value = param.choices[param.labels.index(label(value))]
         else:
-            inside = isinstance(value, (int, float)) and not isinstance(value, bool)
+            inside = is_real(value)
             inside = inside and param.low <= value <= param.high and (param.kind != "int" or float(value).is_integer())
             if not inside:
                 raise ZooError(f"{where} is outside the search space ({param.kind} [{param.low}, {param.high}])")

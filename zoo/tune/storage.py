@@ -36,6 +36,7 @@ from optuna.storages import BaseStorage, JournalStorage, RDBStorage, RetryHeartb
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import FrozenTrial, TrialState
 
+from zoo.checks import is_real
 from zoo.errors import ZooError, first_line
 from zoo.folders import check_file_path, make_folder
 
@@ -372,7 +373,7 @@ def orphan_reason(trial: FrozenTrial, host: str, machine: str | None, grace_peri
     if here and pid.isdigit():
         return None if worker_alive(int(pid), trial.user_attrs) else f"its worker (pid {pid}) died"
     beat = trial.system_attrs.get(HEARTBEAT_ATTR)
-    if isinstance(beat, bool) or not isinstance(beat, (int, float)):
+    if not is_real(beat):
         return None  # a worker that sends no heartbeat (an older zoo's) cannot be judged from another machine
     started = trial.datetime_start.timestamp() if trial.datetime_start is not None else beat
     silent = time.time() - max(beat, started)  # a retry carries no beat, but a copied one would be its start's
