@@ -133,3 +133,22 @@ def test_cost_breakdown_of_the_defaults_names_the_change(
     assert "Reinforce's defaults on CartPole-v1 (8 envs) with vf_n_epochs=2" in table
     assert "--defaults --hyperparams vf_n_epochs=2`" in table
     capsys.readouterr()
+
+
+def test_release_check_reports_an_entry_that_no_longer_runs_tuning_md_s_records(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    release = load_script("release_check", monkeypatch)
+    commands = release.tuning_md_commands()
+    assert commands, "TUNING.md has no `python -m zoo tune` command"
+    before = release.tuning_problems()
+    real_get_config = release.get_config
+
+    def changed_entry(algo: str, env_id: str, overrides: dict[str, Any]) -> Any:
+        # A changed number in the entry that no TUNING.md candidate sets itself.
+        return release.with_overrides(real_get_config(algo, env_id, overrides), {"max_grad_norm": 0.123})
+
+    monkeypatch.setattr(release, "get_config", changed_entry)
+    after = release.tuning_problems()
+    assert len(after) == len(commands) > len(before)
+    assert all("no longer runs its recorded configuration" in problem for problem in set(after) - set(before))
