@@ -282,8 +282,9 @@ def _compare(label: str, expected: dict[str, tuple[list[int], str]], other: dict
     missing, unexpected = sorted(expected.keys() - other.keys()), sorted(other.keys() - expected.keys())
     if missing or unexpected:
         raise ZooError(
-            f"{label} does not match the model that {CONFIG_JSON} describes: missing {missing[:5] or 'none'}, "
-            f"unexpected {unexpected[:5] or 'none'}"[:400]
+            f"{label} does not match the model that {CONFIG_JSON} describes: "
+            f"missing {shown(missing[:5]) if missing else 'none'}, "
+            f"unexpected {shown(unexpected[:5]) if unexpected else 'none'}"
         )
     for name, (shape, dtype) in expected.items():
         if other[name] != (shape, dtype):

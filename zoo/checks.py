@@ -39,6 +39,12 @@ def shown(value: Any) -> str:
     return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
 
 
+def clipped(text: str, limit: int = 3 * SHOWN_CHARS) -> str:
+    """Another library's message on one line, cut to ``limit`` characters (with ``...``)."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
 def is_integer(value: Any) -> TypeGuard[int]:
     """An ``int`` that is not a ``bool``."""
     return isinstance(value, int) and not isinstance(value, bool)

@@ -38,7 +38,7 @@ from zoo.algos import (
     resolve,
     unresolve,
 )
-from zoo.checks import integer, is_integer, is_number, shown
+from zoo.checks import clipped, integer, is_integer, is_number, shown
 from zoo.errors import ZooError, first_line
 from zoo.normalization import check_settings
 
@@ -150,10 +150,9 @@ def safe_yaml(text: str, source: str) -> Any:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as error:
-        problem = " ".join(str(error).split())
-        raise ZooError(f"{source} is not valid YAML data: {problem[:300]}") from None
+        raise ZooError(f"{source} is not valid YAML data: {clipped(str(error))}") from None
     except (RecursionError, ValueError, OverflowError) as error:  # deep nesting; dates or numbers out of range
-        raise ZooError(f"{source} cannot be read: {type(error).__name__}: {str(error)[:200]}") from None
+        raise ZooError(f"{source} cannot be read: {type(error).__name__}: {clipped(str(error))}") from None
     check_yaml_bounds(data, source)
     return data
 

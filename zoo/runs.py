@@ -16,7 +16,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
 
 from zoo.algos import ALGOS
-from zoo.checks import is_integer, shown
+from zoo.checks import clipped, is_integer, shown
 from zoo.config import RunConfig, safe_yaml
 from zoo.errors import ZooError, first_line
 from zoo.normalization import VecNormalizeStats
@@ -123,7 +123,7 @@ def _load_model(path: Path, algos: list[str]) -> BaseAlgorithm:
             return ALGOS[name].load(path, device="cpu")
         except Exception as error:  # SB3 raises many kinds for a zip of another algorithm or no zip at all
             errors.append(f"{name}: {first_line(error)}")
-    raise ZooError(f"{path} is not a model this zoo can load ({'; '.join(errors)[:300]})")
+    raise ZooError(f"{path} is not a model this zoo can load ({clipped('; '.join(errors))})")
 
 
 def _read_vec_normalize(path: Path, env_id: str) -> VecNormalizeStats | None:

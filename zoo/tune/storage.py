@@ -36,7 +36,7 @@ from optuna.storages import BaseStorage, JournalStorage, RDBStorage, RetryHeartb
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import FrozenTrial, TrialState
 
-from zoo.checks import is_real
+from zoo.checks import SHOWN_CHARS, clipped, is_real
 from zoo.errors import ZooError, first_line
 from zoo.folders import check_file_path, make_folder
 
@@ -176,8 +176,8 @@ class StorageSpec:
         if MISTYPED_URL.match(storage):
             # Taken for a journal path, it would name a file after the password and print it with every run.
             raise ZooError(
-                f"--storage {mask_userinfo(storage)[:200]} looks like a database URL without its '://'; a database "
-                "is a URL such as postgresql://user:password@host/db, a journal a file path"
+                f"--storage {clipped(mask_userinfo(storage), SHOWN_CHARS)} looks like a database URL without its "
+                "'://'; a database is a URL such as postgresql://user:password@host/db, a journal a file path"
             )
         check_file_path(storage, "--storage")
         return cls(None, storage, heartbeat_interval, grace_period)
