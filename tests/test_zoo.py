@@ -103,6 +103,8 @@ def test_overrides_are_yaml_values() -> None:
         "max_grad_norm": None,
         "policy_kwargs": {"net_arch": [8]},
     }
+    # YAML 1.1 reads 1e-3 as text, also inside a mapping; the user means a number there too.
+    assert parse_overrides(["policy_kwargs={log_std_init: -5e-1}"]) == {"policy_kwargs": {"log_std_init": -0.5}}
     with pytest.raises(ZooError, match="key=value"):
         parse_overrides(["oops"])
 
