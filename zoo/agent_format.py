@@ -374,8 +374,6 @@ def _file_record(value: Any, where: str, suffix: str) -> dict[str, Any]:
 def check_config(config: Any, source: str = CONFIG_JSON) -> dict[str, Any]:
     """Every field of a config.json checked before anything uses it; one ZooError naming the field otherwise."""
     check_format(config, source, FORMAT, FORMAT_VERSION)
-    if not isinstance(config, dict):
-        raise ZooError(f"{source} must hold a JSON object")
     algo = config.get("algo")
     if not isinstance(algo, str) or algo not in ALGOS:
         raise ZooError(f"{source}: unknown algo {shown(algo)}; known: {', '.join(ALGOS)}")

@@ -78,10 +78,10 @@ def flatten(value: Any, shape: tuple[int, ...], where: str) -> list[Any]:
     return level
 
 
-def check_format(data: Any, source: str, name: str, version: int) -> Mapping[str, Any]:
-    """``data`` if it is a mapping of ``format`` ``name`` and a ``format_version`` from 1 to ``version``."""
-    if not isinstance(data, Mapping) or data.get("format") != name:
-        found = data.get("format") if isinstance(data, Mapping) else type(data).__name__
+def check_format(data: Any, source: str, name: str, version: int) -> dict[str, Any]:
+    """``data`` if it is a JSON object of ``format`` ``name`` and a ``format_version`` from 1 to ``version``."""
+    if not isinstance(data, dict) or data.get("format") != name:
+        found = data.get("format") if isinstance(data, dict) else type(data).__name__
         raise ZooError(f"{source} is not a {name} file (format={shown(found)})")
     found_version = data.get("format_version")
     if not (is_integer(found_version) and found_version >= 1):

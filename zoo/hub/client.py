@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import tempfile
 import threading
 import time
@@ -49,7 +48,7 @@ from huggingface_hub.errors import (
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 from huggingface_hub.utils._http import default_client_factory
 
-from zoo.checks import is_real, read_json, shown
+from zoo.checks import is_number, read_json, shown
 from zoo.errors import ZooError, first_line
 from zoo.hub.layout import MANIFEST_FILE, parse_manifest
 
@@ -87,7 +86,7 @@ _factory_installed = False
 def check_timeout(timeout: float | None) -> float:
     """``timeout`` (seconds, > 0 and finite), or :data:`DEFAULT_TIMEOUT_S` when None."""
     value = DEFAULT_TIMEOUT_S if timeout is None else timeout
-    if not is_real(value) or not (math.isfinite(value) and value > 0):
+    if not (is_number(value) and value > 0):
         raise ZooError(f"timeout must be a number of seconds > 0, got {shown(timeout)}")
     return float(value)
 
