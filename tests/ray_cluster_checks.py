@@ -7,7 +7,6 @@ one kills the worker node. The overhead script of ``benchmarks/`` starts a clust
 
 from __future__ import annotations
 
-import _thread
 import json
 import socket
 import sys
@@ -96,22 +95,25 @@ def test_runs_on_ray_score_as_local_runs_and_resume(
 
 
 def test_ctrl_c_cancels_the_tasks_and_keeps_the_finished_runs(
-    cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     argv = [*QUICK, "--seeds", "4", "--out", str(tmp_path), "--ray", cluster.address]
     first = tmp_path / "runs" / "reinforce" / "CartPole-v1"
+    wait = ray.wait
 
-    def interrupt_after_the_first_run() -> None:
-        deadline = time.monotonic() + 120
-        while not list(first.glob("seed*/result.json")) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        _thread.interrupt_main()  # what Ctrl-C does to the driver
+    def wait_then_ctrl_c(*args: Any, **kwargs: Any) -> Any:
+        # Ctrl-C reaches the driver while it waits on its tasks, once the first run is written: an event, not a
+        # time, so the test cannot race a loaded machine (before, all four runs could finish first).
+        if list(first.glob("seed*/result.json")):
+            raise KeyboardInterrupt
+        return wait(*args, **kwargs)
 
-    threading.Thread(target=interrupt_after_the_first_run, daemon=True).start()
+    monkeypatch.setattr(ray, "wait", wait_then_ctrl_c)
     assert cli(argv) == 130
+    monkeypatch.undo()
     assert "the same command resumes" in capsys.readouterr().err
     kept = len(scores(tmp_path))
-    assert 1 <= kept < 4
+    assert kept == 1
     assert not [path for path in first.iterdir() if path.name.startswith(".")]  # no half-written run
     # The cancelled tasks give their CPUs back.
     ray.init(address=cluster.address, log_to_driver=False)
