@@ -1,5 +1,6 @@
 """The advantage estimators of sb3_reinforce.common.advantages: known answers, special cases, and agreement with
-plain per-episode loops over random batches of complete episodes."""
+plain per-episode loops over random batches of complete episodes (tests/test_baseline_gradient.py checks the
+expected gradient of each baseline)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ from hypothesis import strategies as st
 
 from sb3_reinforce.common.advantages import (
     ADVANTAGE_ESTIMATORS,
+    GRPO_EPS,
     batch_mean_baseline,
     generalized_advantage,
+    group_normalized_advantage,
+    leave_one_out_baseline,
     reward_to_go,
 )
 
@@ -113,8 +117,151 @@ def test_reward_to_go_is_gae_with_zero_values_and_lambda_one(batch: tuple[np.nda
     np.testing.assert_allclose(returns, gae, rtol=1e-5, atol=1e-4)
 
 
+# Three envs, gamma 1, a reward of 1 at every step, so G_k is the number of steps left. Env 0 runs episodes A (3
+# steps) and B (1 step), env 1 runs C (2 steps) and D (2 steps); env 2's one episode is not counted (masked out),
+# and its large rewards must change nothing.
+KNOWN_REWARDS = np.array([[1, 1, 50], [1, 1, 50], [1, 1, 50], [1, 1, 50]], np.float32)
+KNOWN_ENDS = np.array([[0, 0, 0], [0, 1, 0], [1, 0, 0], [1, 1, 1]], bool)
+KNOWN_MASK = np.array([[1, 1, 0]] * 4, bool)
+
+
+def test_leave_one_out_known_answer_one_group() -> None:
+    # Returns: A = 3, 2, 1 at k = 0, 1, 2; B = 1; C = 2, 1; D = 2, 1.
+    # k = 0, all four run: A 3 - (1+2+2)/3 = 4/3, B 1 - (3+2+2)/3 = -4/3, C 2 - (3+1+2)/3 = 0, D likewise 0.
+    # k = 1, A, C and D run: A 2 - (1+1)/2 = 1, C 1 - (2+1)/2 = -1/2, D likewise -1/2.
+    # k = 2, only A runs: no other episode, baseline 0, A = G = 1.
+    advantages, targets = leave_one_out_baseline(KNOWN_REWARDS, KNOWN_ENDS, None, KNOWN_MASK, 1.0, 1.0)
+    expected = np.array([[4 / 3, 0], [1, -1 / 2], [1, 0], [-4 / 3, -1 / 2]])
+    np.testing.assert_allclose(advantages[:, :2], expected, rtol=1e-6)
+    np.testing.assert_array_equal(advantages[:, 2], 0.0)  # unmasked entries
+    np.testing.assert_array_equal(targets, reward_to_go(KNOWN_REWARDS, KNOWN_ENDS, None, KNOWN_MASK, 1.0, 1.0)[0])
+
+
+def test_leave_one_out_known_answer_two_groups() -> None:
+    # Groups {A, C} and {B, D} (G = 2, as same-start pairs): each episode is compared with its partner only.
+    # A: 3 - 2, 2 - 1, then alone at k = 2: 1. C: 2 - 3, 1 - 2. B: 1 - 2. D: 2 - 1, then alone at k = 1: 1.
+    groups = np.array([[0, 0, -1], [0, 0, -1], [0, 1, -1], [1, 1, -1]])
+    advantages, _ = leave_one_out_baseline(KNOWN_REWARDS, KNOWN_ENDS, None, KNOWN_MASK, 1.0, 1.0, groups)
+    np.testing.assert_allclose(advantages[:, :2], [[1, -1], [1, -1], [1, 1], [-1, 1]], rtol=1e-6)
+
+
+def test_group_normalized_known_answer() -> None:
+    # k = 0: returns 3, 1, 2, 2, mean 2, sample std sqrt(2/3); k = 1: returns 2, 1, 1, mean 4/3, sample std
+    # sqrt(1/3); k = 2: A alone gets 0.
+    advantages, _ = group_normalized_advantage(KNOWN_REWARDS, KNOWN_ENDS, None, KNOWN_MASK, 1.0, 1.0)
+    s0, s1 = np.sqrt(2 / 3) + GRPO_EPS, np.sqrt(1 / 3) + GRPO_EPS
+    expected = np.array([[1 / s0, 0], [(2 / 3) / s1, (-1 / 3) / s1], [0, 0], [-1 / s0, (-1 / 3) / s1]])
+    np.testing.assert_allclose(advantages[:, :2], expected, rtol=1e-6)
+    # In the pairs {A, C} and {B, D} the returns differ by d = 1 wherever both run: each member is d/2 from the
+    # mean, and the sample std of two values is d/sqrt(2). A alone at k = 2 and D alone at k = 1 get 0.
+    groups = np.array([[0, 0, -1], [0, 0, -1], [0, 1, -1], [1, 1, -1]])
+    paired, _ = group_normalized_advantage(KNOWN_REWARDS, KNOWN_ENDS, None, KNOWN_MASK, 1.0, 1.0, groups)
+    h = 0.5 / (np.sqrt(0.5) + GRPO_EPS)
+    np.testing.assert_allclose(paired[:, :2], [[h, -h], [h, -h], [0, h], [-h, 0]], rtol=1e-6)
+
+
+def loop_comparison(
+    returns: np.ndarray, ends: np.ndarray, counted: np.ndarray, labels: np.ndarray, normalize: bool
+) -> np.ndarray:
+    """loo (or GRPO with ``normalize``) written from its definition: every counted episode, every step k, the
+    other episodes of its group whose length exceeds k."""
+    episodes = [
+        (labels[first, env], returns[first : last + 1, env].astype(np.float64), env, first)
+        for env in range(returns.shape[1])
+        for first, last in episodes_of(ends, env)
+        if counted[first, env]
+    ]
+    out = np.zeros(returns.shape)
+    for index, (label, own, env, first) in enumerate(episodes):
+        for k in range(len(own)):
+            others = [g[k] for i, (lab, g, _, _) in enumerate(episodes) if i != index and lab == label and len(g) > k]
+            if normalize:
+                peers = [own[k], *others]
+                value = (own[k] - np.mean(peers)) / (np.std(peers, ddof=1) + GRPO_EPS) if others else 0.0
+            else:
+                value = own[k] - (np.mean(others) if others else 0.0)
+            out[first + k, env] = value
+    return out
+
+
+@st.composite
+def grouped_batches(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A batch of :func:`batches`, each episode counted or not and labelled with one of three groups."""
+    rewards, _, ends = draw(batches())
+    counted = np.zeros(ends.shape, bool)
+    labels = np.full(ends.shape, -1, np.int64)
+    for env in range(ends.shape[1]):
+        for first, last in episodes_of(ends, env):
+            counted[first : last + 1, env] = draw(st.booleans())
+            labels[first : last + 1, env] = draw(st.integers(0, 2))
+    return rewards, ends, counted, labels
+
+
+@settings(max_examples=150, deadline=None)
+@given(batch=grouped_batches(), gamma=st.sampled_from([0.0, 0.9, 1.0]), normalize=st.booleans())
+def test_loo_and_grpo_match_the_per_episode_loop(batch: tuple[np.ndarray, ...], gamma: float, normalize: bool) -> None:
+    rewards, ends, counted, labels = batch
+    estimator = group_normalized_advantage if normalize else leave_one_out_baseline
+    advantages, targets = estimator(rewards, ends, None, counted, gamma, 1.0, labels)
+    # The returns are reward_to_go's (checked above against plain loops); the comparison is what is tested here.
+    returns = reward_to_go(rewards, ends, None, counted, gamma, 1.0)[0]
+    np.testing.assert_array_equal(targets, returns)
+    expected = loop_comparison(returns, ends, counted, labels, normalize)
+    np.testing.assert_allclose(advantages, expected, rtol=1e-5, atol=1e-5)
+
+
+@settings(max_examples=100, deadline=None)
+@given(batch=grouped_batches(), scale=st.sampled_from([-1, 1, 7, 10**9]), shift=st.integers(-(10**6), 10**6))
+def test_group_labels_are_names_only(batch: tuple[np.ndarray, ...], scale: int, shift: int) -> None:
+    # Any injective relabelling (sparse, negative, huge) compares the same episodes.
+    rewards, ends, counted, labels = batch
+    renamed = labels * scale + shift
+    for estimator in (leave_one_out_baseline, group_normalized_advantage):
+        expected, _ = estimator(rewards, ends, None, counted, 0.9, 1.0, labels)
+        np.testing.assert_array_equal(estimator(rewards, ends, None, counted, 0.9, 1.0, renamed)[0], expected)
+
+
+@settings(max_examples=100, deadline=None)
+@given(batch=batches(), gamma=st.sampled_from([0.0, 0.7, 1.0]))
+def test_an_episode_alone_in_its_group_keeps_its_return_under_loo_and_gets_nothing_under_grpo(
+    batch: tuple[np.ndarray, ...], gamma: float
+) -> None:
+    rewards, _, ends = batch
+    # A label per episode: the number of episodes ended before it in its column, times n_envs, plus the column.
+    alone = (np.cumsum(ends, axis=0) - ends) * ends.shape[1] + np.arange(ends.shape[1])
+    counted = np.ones_like(ends)
+    returns, _ = reward_to_go(rewards, ends, None, counted, gamma, 1.0)
+    np.testing.assert_array_equal(leave_one_out_baseline(rewards, ends, None, counted, gamma, 1.0, alone)[0], returns)
+    np.testing.assert_array_equal(group_normalized_advantage(rewards, ends, None, counted, gamma, 1.0, alone)[0], 0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    n_envs=st.integers(2, 5),
+    n_steps=st.integers(1, 8),
+    seed=st.integers(0, 2**31),
+    gamma=st.sampled_from([0.5, 1.0]),
+)
+def test_loo_advantages_sum_to_zero_over_episodes_that_run_together(
+    n_envs: int, n_steps: int, seed: int, gamma: float
+) -> None:
+    # One episode per env, all of n_steps steps: at each k every episode runs, and
+    # sum_j (G^j - (S - G^j) / (n - 1)) = S - (n S - S) / (n - 1) = 0.
+    rewards = np.random.default_rng(seed).normal(size=(n_steps, n_envs)).astype(np.float32)
+    ends = np.zeros((n_steps, n_envs), bool)
+    ends[-1] = True
+    advantages, _ = leave_one_out_baseline(rewards, ends, None, np.ones_like(ends), gamma, 1.0)
+    np.testing.assert_allclose(advantages.sum(axis=1), 0.0, atol=1e-4)
+
+
 def test_each_baseline_has_its_estimator() -> None:
-    assert {"none": reward_to_go, "mean": batch_mean_baseline, "value": generalized_advantage} == ADVANTAGE_ESTIMATORS
+    assert {
+        "none": reward_to_go,
+        "mean": batch_mean_baseline,
+        "value": generalized_advantage,
+        "loo": leave_one_out_baseline,
+        "grpo": group_normalized_advantage,
+    } == ADVANTAGE_ESTIMATORS
 
 
 def test_bad_input_is_named() -> None:
@@ -125,3 +272,13 @@ def test_bad_input_is_named() -> None:
         generalized_advantage(np.zeros((2, 1)), ends, np.zeros((3, 1)), ends, 0.9, 0.9)
     with pytest.raises(ValueError, match="mask must have the rewards' shape"):
         batch_mean_baseline(np.zeros((2, 1)), ends, None, np.ones((2, 2), bool), 0.9, 1.0)
+    for estimator in (leave_one_out_baseline, group_normalized_advantage):
+        with pytest.raises(ValueError, match="mask must have the rewards' shape"):
+            estimator(np.zeros((2, 1)), ends, None, np.ones((2, 2), bool), 0.9, 1.0)
+        with pytest.raises(ValueError, match=r"groups must be integer labels of the rewards' shape \(2, 1\)"):
+            estimator(np.zeros((2, 1)), ends, None, ends, 0.9, 1.0, np.zeros((2, 2), np.int64))
+        with pytest.raises(ValueError, match="groups must be integer labels"):
+            estimator(np.zeros((2, 1)), ends, None, ends, 0.9, 1.0, np.zeros((2, 1)))
+        one_episode = np.array([[False], [True]])
+        with pytest.raises(ValueError, match="groups must give every step of an episode the same label"):
+            estimator(np.zeros((2, 1)), one_episode, None, ends, 0.9, 1.0, np.array([[0], [1]]))

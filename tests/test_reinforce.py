@@ -217,7 +217,7 @@ SPACE_CASES: list[tuple[str, spaces.Space, spaces.Space]] = [
 
 
 @pytest.mark.parametrize(("policy", "observation_space", "action_space"), SPACE_CASES)
-@pytest.mark.parametrize("baseline", ["mean", "value"])
+@pytest.mark.parametrize("baseline", ["mean", "value", "loo"])
 def test_every_supported_space_learns_briefly(
     policy: str, observation_space: spaces.Space, action_space: spaces.Space, baseline: str
 ) -> None:
@@ -247,6 +247,15 @@ def test_every_supported_space_learns_briefly(
         ({"ent_coef": "0.01"}, "ent_coef must be a finite number >= 0 or a schedule"),
         ({"baseline": "median"}, "baseline must be one of"),
         ({"baseline": "mean", "gae_lambda": 0.95}, "gae_lambda=0.95 needs baseline='value'"),
+        ({"baseline": "loo", "gae_lambda": 0.95}, "gae_lambda=0.95 needs baseline='value'"),
+        ({"baseline": "loo", "group_size": 0}, r"group_size must be an integer >= 1 that divides n_episodes=16"),
+        ({"baseline": "loo", "group_size": 1.5}, r"group_size must be an integer >= 1 that divides n_episodes"),
+        ({"baseline": "loo", "group_size": True}, r"group_size must be an integer >= 1 that divides n_episodes"),
+        ({"baseline": "grpo", "group_size": 3}, r"group_size must be .* divides n_episodes=16 .*, got 3"),
+        ({"baseline": "value", "group_size": 2}, "group_size=2 needs baseline 'loo' or 'grpo'"),
+        ({"baseline": "mean", "group_size": 2}, "group_size=2 needs baseline 'loo' or 'grpo'"),
+        ({"baseline": "none", "group_size": 4}, "group_size=4 needs baseline 'loo' or 'grpo'"),
+        ({"baseline": "loo", "group_size": 2}, "group_size=2 needs a number of envs that it divides"),
         ({"gae_lambda": 1.5}, "gae_lambda must be a number in"),
         ({"vf_coef": -1.0}, "vf_coef must be >= 0"),
         ({"max_grad_norm": 0.0}, "max_grad_norm must be > 0"),

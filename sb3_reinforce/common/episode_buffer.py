@@ -1,9 +1,10 @@
 """Storage for a batch of complete episodes collected across the envs of a VecEnv.
 
 The layout is time-major, ``(T, N, ...)`` with ``N = n_envs``: row ``t`` holds what every env saw and did at
-its ``t``-th step of the current collection, so one vector step writes one row in place. Each env fills a prefix
-of its column with whole episodes (``valid_len[n]`` steps); whatever the env does after its last counted episode
-ends is stepped (a VecEnv steps all envs together) but never used.
+its ``t``-th step of the current collection, so one vector step writes one row in place. ``episode_group`` marks
+the rows of counted, whole episodes; the others are stepped (a VecEnv steps all envs together) but never used:
+what an env does after its last counted episode, and, with same-start groups, what it does between the end of its
+group's episode and the reset that starts the next round.
 
 Arrays are allocated once and only grow (doubling) when a collection needs more rows than any before it, so a
 long run reaches a fixed footprint after its longest collection instead of allocating on every step or update.
@@ -53,8 +54,12 @@ class EpisodeBuffer:
     - ``observations[t, n]``: the observation env ``n`` acted on at step ``t`` (a dict of arrays for Dict spaces)
     - ``actions[t, n]``: the action sampled there, unclipped (the one whose log-probability is scored)
     - ``rewards[t, n]``: the reward that followed it
-    - ``episode_ends[t, n]``: True when step ``t`` was the last of its episode (terminated or truncated)
-    - ``valid_len[n]``: env ``n``'s first ``valid_len[n]`` steps are its counted complete episodes
+    - ``episode_ends[t, n]``: True when step ``t`` was the last of its episode (terminated, truncated, or cut by a
+      reset of the VecEnv between rounds of groups)
+    - ``episode_group[t, n]``: the group of the counted episode that step ``t`` belongs to, -1 for a step of no
+      counted episode (every counted episode is in group 0 without same-start groups)
+    - ``valid_len[n]``: env ``n``'s counted steps all lie in its first ``valid_len[n]`` rows (without groups they
+      fill them: counted episodes are a prefix of the column)
     - ``truncations``: ``(t, n, terminal_observation)`` for each counted episode that a time limit cut, so a
       value baseline can bootstrap it
     """
@@ -80,10 +85,16 @@ class EpisodeBuffer:
         self.actions: NDArray[Any] = np.empty(0)
         self.rewards: NDArray[np.float32] = np.empty(0, dtype=np.float32)
         self.episode_ends: NDArray[np.bool_] = np.empty(0, dtype=np.bool_)
+        self.episode_group: NDArray[np.int64] = np.empty(0, dtype=np.int64)
         self._grow(initial_capacity)
 
-    def _allocate(self, rows: int, shape: tuple[int, ...], dtype: np.dtype, old: NDArray[Any] | None) -> NDArray[Any]:
+    def _allocate(
+        self, rows: int, shape: tuple[int, ...], dtype: np.dtype, old: NDArray[Any] | None, fill: int = 0
+    ) -> NDArray[Any]:
+        # np.zeros maps fresh zero pages lazily (an image buffer is not written until used); np.full writes them.
         array = np.zeros((rows, self.n_envs, *shape), dtype=dtype)
+        if fill:
+            array.fill(fill)
         if old is not None and old.size:
             array[: old.shape[0]] = old
         return array
@@ -103,9 +114,12 @@ class EpisodeBuffer:
         self.actions = self._allocate(rows, self._action_shape, self._action_dtype, self.actions if keep else None)
         self.rewards = self._allocate(rows, (), np.dtype(np.float32), self.rewards if keep else None)
         self.episode_ends = self._allocate(rows, (), np.dtype(np.bool_), self.episode_ends if keep else None)
+        self.episode_group = self._allocate(rows, (), np.dtype(np.int64), self.episode_group if keep else None, fill=-1)
         self.capacity = rows
 
     def reset(self) -> None:
+        # Only rows below n_steps were ever labelled since the last reset.
+        self.episode_group[: self.n_steps] = -1
         self.n_steps = 0
         self.valid_len[:] = 0
         self.truncations.clear()
@@ -123,14 +137,19 @@ class EpisodeBuffer:
         else:
             self.observations[t] = np.asarray(observation).reshape(self.observations.shape[1:])
 
+    def count_episode(self, env: int, first: int, last: int, group: int) -> None:
+        """Record that env ``env``'s rows ``first .. last`` (inclusive) are one counted episode of ``group``."""
+        self.episode_group[first : last + 1, env] = group
+        self.valid_len[env] = last + 1
+
     def valid_mask(self) -> NDArray[np.bool_]:
         """``(T, N)`` mask of the steps that belong to counted episodes."""
-        return np.arange(self.n_steps)[:, None] < self.valid_len[None, :]
+        return self.episode_group[: self.n_steps] >= 0
 
     def unused_fraction(self) -> float:
         """Share of the env steps of this collection that were stepped but belong to no counted episode."""
         total = self.n_steps * self.n_envs
-        return 0.0 if total == 0 else 1.0 - float(self.valid_len.sum()) / total
+        return 0.0 if total == 0 else 1.0 - float(self.valid_mask().sum()) / total
 
     def flat_observations(self, mask: NDArray[np.bool_]) -> NDArray[Any] | dict[str, NDArray[Any]]:
         """Observations of the masked steps, flattened to ``(B, ...)`` in time-major order."""

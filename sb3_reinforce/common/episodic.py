@@ -19,6 +19,21 @@ steps (a VecEnv steps all its envs at once) are counted in ``num_timesteps`` but
 share is logged as ``rollout/unused_frac``. Episodes still running when the parameters change are discarded,
 never reused: every transition of an update comes from the parameters it updates.
 
+Same-start groups (``group_size = G >= 2``): the ``n_envs`` envs form ``n_envs / G`` slots of ``G`` consecutive
+envs, and a collection runs in rounds. A round resets the VecEnv and deals one group to each slot while fewer than
+``n_episodes`` episodes have been dealt; each member of the slot runs one counted episode, and the round ends when
+they have all ended (an env whose episode ended first steps on, unused, until then). The members of a group start
+from one state: before the round's ``env.reset()``, each member is reset through ``env_method("reset", seed=s)``
+with the group's seed ``s``, drawn from ``_rng``, so the VecEnv's own reset (through its wrappers, such as
+VecNormalize) continues identical generators. SB3's VecEnvs reset an env that ends an episode without a seed, in
+the middle of ``step``, so a group cannot start there: hence whole rounds. The members' first observations are
+compared, and an env whose start is not fixed by its seed raises ``ValueError`` instead of training on groups that
+do not share a start. Dealing stays unbiased for the same reason as above: each round's groups are dealt before
+its first step, from the count alone, and every counted episode runs to its end. Given its seed (which fixes the
+start and every random draw of the env), a group's episodes are independent draws of the policy; unconditionally,
+each is an episode of the policy from the env's start distribution. ``n_episodes`` and ``n_envs`` must be
+multiples of ``G``; keep ``n_episodes`` a multiple of ``n_envs`` so that no round leaves slots idle.
+
 Reproducibility: the algorithm owns one numpy generator, ``_rng``, saved with the model. Every collection seeds
 the env's reset (and, on the torch path, torch's generator) from it, and it draws the actions of the numpy actor
 and any minibatch order. So a run is a function of ``seed=`` alone, and a saved model that is loaded and trained
@@ -73,12 +88,32 @@ def first_episodes(n_episodes: int, n_envs: int) -> np.ndarray:
     return dealt
 
 
+def check_same_start(observations: Any, n_groups: int, group_size: int) -> None:
+    """Raise ValueError unless envs ``g * group_size .. (g + 1) * group_size - 1`` observe the same thing, for each
+    of the first ``n_groups`` groups: the members of a same-start group, just reset with one seed."""
+    arrays = observations.values() if isinstance(observations, dict) else [observations]
+    for array in arrays:
+        members = np.asarray(array)[: n_groups * group_size].reshape(n_groups, group_size, -1)
+        same = (members == members[:, :1]).all(axis=2)
+        if not same.all():
+            group, member = np.argwhere(~same)[0]
+            first = int(group) * group_size
+            raise ValueError(
+                f"group_size={group_size} needs an env whose start is fixed by reset(seed=...): envs {first} and "
+                f"{first + int(member)}, reset with one seed, start from different observations; make the env's "
+                "reset draw from its seeded np_random only, or use group_size=1"
+            )
+
+
 class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
     """Base for on-policy algorithms trained on batches of ``n_episodes`` complete, on-policy episodes.
 
     Subclasses implement ``train()`` over ``self.rollout_buffer`` (an :class:`EpisodeBuffer`).
 
     :param n_episodes: Complete episodes per update (>= 2), split over the envs before collecting.
+    :param group_size: Episodes per same-start group (>= 1; 1: no groups). With ``G >= 2`` the episodes are dealt
+        in rounds of groups of ``G`` members reset with one seed (see the module doc); ``n_episodes`` and
+        ``n_envs`` must be multiples of ``G``.
     :param max_episode_steps: Bound on the length of one episode (>= 1). An env that has not ended an episode
         after this many steps raises ``RuntimeError`` instead of collecting forever; wrap such envs in
         ``gymnasium.wrappers.TimeLimit``.
@@ -90,13 +125,24 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
     rollout_buffer: EpisodeBuffer  # type: ignore[assignment]
 
     def __init__(
-        self, *args: Any, n_episodes: int, max_episode_steps: int, use_fast_actor: bool = True, **kwargs: Any
+        self,
+        *args: Any,
+        n_episodes: int,
+        max_episode_steps: int,
+        use_fast_actor: bool = True,
+        group_size: int = 1,
+        **kwargs: Any,
     ) -> None:
         # Checked before SB3's constructor makes (or steps) any env.
         if not (_is_integer(n_episodes) and 2 <= n_episodes <= MAX_EPISODES):
             raise ValueError(
                 f"n_episodes must be an integer in [2, {MAX_EPISODES:,}] (one episode's gradient random-walks; "
                 f"a batch is held in memory), got {n_episodes!r}"
+            )
+        if not (_is_integer(group_size) and group_size >= 1 and n_episodes % group_size == 0):
+            raise ValueError(
+                f"group_size must be an integer >= 1 that divides n_episodes={n_episodes} (a batch is made of whole "
+                f"groups), got {group_size!r}"
             )
         if not (_is_integer(max_episode_steps) and max_episode_steps >= 1):
             raise ValueError(f"max_episode_steps must be an integer >= 1, got {max_episode_steps!r}")
@@ -113,6 +159,7 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         if "n_steps" in kwargs:
             raise TypeError("n_steps is not an argument of an episodic algorithm: its batches are n_episodes episodes")
         self.n_episodes = int(n_episodes)
+        self.group_size = int(group_size)
         self.max_episode_steps = max_episode_steps
         self.use_fast_actor = use_fast_actor
         self.fast_actor: NumpyActor | None = None
@@ -137,6 +184,11 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         self.policy = self.policy.to(self.device)
         # SB3's warning for an MLP on a GPU, as A2C and PPO give it (the numpy fast actor needs the CPU too).
         self._maybe_recommend_cpu()
+        if self.n_envs % self.group_size:
+            raise ValueError(
+                f"group_size={self.group_size} needs a number of envs that it divides (a group's episodes run on "
+                f"group_size envs at once), got n_envs={self.n_envs}"
+            )
         self.rollout_buffer = EpisodeBuffer(self.observation_space, self.action_space, self.n_envs)
         if self.n_episodes < self.n_envs:
             warnings.warn(
@@ -159,6 +211,21 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
     def _env_seed(self) -> int:
         assert self._rng is not None, "_setup_model() sets the generator"
         return int(self._rng.integers(2**31))
+
+    def _start_round(self, env: VecEnv, remaining: int) -> tuple[Any, np.ndarray]:
+        """Reset every env for a round of same-start groups, and deal one group to each slot of ``group_size``
+        envs while fewer than ``remaining`` episodes are dealt (whole slots: both are multiples of the size).
+
+        :return: the observations of the reset, and the counted episodes each env starts (1 or 0)
+        """
+        size = self.group_size
+        dealt = first_episodes(remaining, env.num_envs)
+        n_groups = int(dealt.sum()) // size
+        for group in range(n_groups):
+            env.env_method("reset", seed=self._env_seed(), indices=list(range(group * size, (group + 1) * size)))
+        observations = env.reset()
+        check_same_start(observations, n_groups, size)
+        return observations, dealt
 
     def _setup_learn(
         self,
@@ -208,13 +275,21 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         actor = self.fast_actor
         rng = self._rng
         assert rng is not None, "_setup_model() sets the generator"
+        # dealt[i]: counted episodes env i has started; finished[i]: those it has ended. Env i runs a counted
+        # episode while finished[i] < dealt[i]; once equal with nothing left to deal, its steps go unused.
+        grouped = self.group_size > 1
         observations: Any
-        if self._fresh_reset:
-            # SB3's _setup_learn has just reset the env, from a seed of ours: start from there.
-            observations, self._fresh_reset = self._last_obs, False
+        if grouped:
+            observations, dealt = self._start_round(env, self.n_episodes)
         else:
-            env.seed(self._env_seed())
-            observations = env.reset()
+            if self._fresh_reset:
+                # SB3's _setup_learn has just reset the env, from a seed of ours: start from there.
+                observations = self._last_obs
+            else:
+                env.seed(self._env_seed())
+                observations = env.reset()
+            dealt = first_episodes(self.n_episodes, env.num_envs)
+        self._fresh_reset = False
         if actor is None:
             self.policy.set_training_mode(False)
             th.manual_seed(int(rng.integers(2**63)))
@@ -225,10 +300,11 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
             actor.discard_noise()
         buffer = rollout_buffer
         buffer.reset()
-        # dealt[i]: counted episodes env i has started; finished[i]: those it has ended. Env i runs a counted
-        # episode while finished[i] < dealt[i]; once equal with nothing left to deal, its steps go unused.
-        dealt = first_episodes(self.n_episodes, env.num_envs)
         n_dealt = int(dealt.sum())
+        # The group of the counted episode each env runs: without groups the whole batch is group 0; with them,
+        # envs i * group_size .. (i + 1) * group_size - 1 run the round's group i, numbered on across rounds.
+        slot = np.arange(env.num_envs) // self.group_size if grouped else np.zeros(env.num_envs, dtype=np.int64)
+        group = slot
         finished = np.zeros(env.num_envs, dtype=np.int64)
         episode_start = np.zeros(env.num_envs, dtype=np.int64)
         box_actions = isinstance(self.action_space, spaces.Box)
@@ -287,20 +363,31 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
                     info = infos[index]
                     if info.get("TimeLimit.truncated", False) and info.get("terminal_observation") is not None:
                         buffer.truncations.append((t, int(index), info["terminal_observation"]))
+                    buffer.count_episode(int(index), int(episode_start[index]), t, int(group[index]))
                     finished[index] += 1
                     episode_start[index] = t + 1
-                    if n_dealt < self.n_episodes:
+                    if n_dealt < self.n_episodes and not grouped:
                         # Decided before the new episode's first step: the choice cannot depend on its outcome.
                         dealt[index] += 1
                         n_dealt += 1
                     else:
-                        buffer.valid_len[index] = t + 1
                         unmet -= 1
                 counted = episode_start[finished < dealt]
                 oldest_start = int(counted.min()) if counted.size else t + 1
             observations = new_obs
             t += 1
             buffer.n_steps = t
+            if not unmet and n_dealt < self.n_episodes:
+                # Only with groups: the round's episodes have all ended and groups remain to deal. The reset ends
+                # the (unused) episodes the envs were running, so no return crosses it.
+                buffer.episode_ends[t - 1] = True
+                observations, round_dealt = self._start_round(env, self.n_episodes - n_dealt)
+                group = n_dealt // self.group_size + slot
+                dealt += round_dealt
+                unmet = int(round_dealt.sum())
+                n_dealt += unmet
+                episode_start[:] = t
+                oldest_start = t
             if t - oldest_start > self.max_episode_steps:
                 running = np.where(finished < dealt, t - episode_start, 0)
                 raise RuntimeError(

@@ -12,12 +12,14 @@ from stable_baselines3.common.utils import FloatSchedule, explained_variance, ob
 from torch.nn import functional as F
 
 from sb3_reinforce.common.advantages import ADVANTAGE_ESTIMATORS, AdvantageEstimator
-from sb3_reinforce.common.episodic import EpisodicOnPolicyAlgorithm, check_finite_observations
+from sb3_reinforce.common.episodic import EpisodicOnPolicyAlgorithm, _is_integer, check_finite_observations
 from sb3_reinforce.reinforce.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
 
 SelfReinforce = TypeVar("SelfReinforce", bound="Reinforce")
 
 BASELINES = tuple(ADVANTAGE_ESTIMATORS)
+# The baselines that compare an episode with others, within its same-start group when there are groups.
+COMPARING_BASELINES = ("loo", "grpo")
 
 
 def _check(condition: bool, message: str) -> None:
@@ -71,6 +73,18 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
     - ``baseline="mean"``: ``A_t = G_t - mean(G)`` over the batch (the seed reference's batch-mean baseline)
     - ``baseline="value"``: a learned critic ``V``; ``A_t`` is GAE(gamma, gae_lambda) over the episode, which for
       ``gae_lambda=1`` is ``G_t - V(s_t)``.
+    - ``baseline="loo"``: leave-one-out (RLOO, Ahmadian et al. 2024, made time-indexed): step ``k`` of an episode
+      minus the mean ``G_k`` of the *other* episodes of its group still running at their step ``k`` (0 where none
+      is). It never uses the episode's own actions, so the gradient stays unbiased, with no critic to fit.
+    - ``baseline="grpo"``: GRPO's group-normalized advantage (Shao et al. 2024), ``(G_k - mean) / std`` over the
+      group's episodes running at ``k``, the episode included: biased (see
+      :func:`~sb3_reinforce.common.advantages.group_normalized_advantage`), as GRPO is.
+
+    The group of "loo" and "grpo" is the whole batch, or with ``group_size >= 2`` the ``group_size`` episodes
+    that started from one state: they are dealt in rounds, the members of a group being reset with one seed on
+    ``group_size`` envs at once (:mod:`sb3_reinforce.common.episodic`). Same-start groups compare episodes whose
+    expected returns are equal, so the baseline removes the start state's share of the variance too (and costs a
+    little where the start matters little: the members are correlated through it).
 
     The critic (``baseline="value"``) is fitted as in the vanilla policy gradient of Schulman et al. (2016) and
     OpenAI Spinning Up's VPG. Each update, on one batch:
@@ -93,7 +107,8 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
 
     Time limits: an episode cut by a time limit (``TimeLimit.truncated``) is bootstrapped with
     ``gamma * V(terminal observation)`` when ``baseline="value"``; with the other baselines there is no critic to
-    bootstrap with, so its return simply ends at the cut (as if the episode had terminated there).
+    bootstrap with, so its return simply ends at the cut (as if the episode had terminated there; "loo" and "grpo"
+    compare such an episode with the others only up to its cut).
 
     Normalization: the policy loss is the MEAN over the batch's steps. The seed reference divides the SUM over
     steps by the number of episodes instead, so its gradient is this one times ``B / n_episodes``.
@@ -107,8 +122,8 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
     ``train/value_loss_after_fit`` and ``train/explained_variance_after_fit``: their gap is what the fit gained.
 
     What is saved: SB3's actor-critic policy always holds a value head (``mlp_extractor.value_net`` and
-    ``value_net``), and it is saved with the policy. With ``baseline`` "none" or "mean" it is in no optimizer
-    and keeps its initial weights: it never influences an update or an action.
+    ``value_net``), and it is saved with the policy. Without a critic (``baseline`` "none", "mean", "loo" or
+    "grpo") it is in no optimizer and keeps its initial weights: it never influences an update or an action.
 
     :param policy: The policy model to use (MlpPolicy, CnnPolicy, MultiInputPolicy, or an ActorCriticPolicy class)
     :param env: The environment to learn from (if registered in Gymnasium, can be a str)
@@ -116,7 +131,12 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
     :param n_episodes: Complete episodes per update, >= 2 (a single-episode gradient random-walks). Split as
         evenly as possible over the envs; keep it a multiple of ``n_envs`` so no env waits on another's extra one.
     :param gamma: Discount factor in [0, 1]; 1 is legitimate for episodic tasks
-    :param baseline: "none", "mean" or "value" (see above)
+    :param baseline: "none", "mean", "value", "loo" or "grpo" (see above)
+    :param group_size: Episodes per same-start group, an integer >= 1 (1: no groups; "loo" and "grpo" then compare
+        across the whole batch). ``group_size >= 2`` needs ``baseline`` "loo" or "grpo", an ``n_episodes`` and a
+        number of envs that it divides, and an env whose start ``reset(seed=...)`` fixes (checked at each round's
+        reset: ``ValueError`` otherwise). Rounds wait for their longest episode: keep ``n_episodes`` a multiple
+        of ``n_envs``, and watch ``rollout/unused_frac``
     :param gae_lambda: GAE lambda in [0, 1] for ``baseline="value"`` (1 = Monte Carlo return minus value);
         must stay 1.0 with the other baselines, which have no critic
     :param ent_coef: Entropy bonus coefficient, >= 0 (a negative one would reward collapse), or a schedule of the
@@ -133,7 +153,8 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
     :param vf_batch_size: Minibatch size (>= 1) of the critic fit, or None for full-batch steps (one step per
         pass)
     :param max_grad_norm: Gradient clipping norm (> 0), or None for no clipping
-    :param normalize_advantage: Standardize the advantages within the batch (biased, but stabilizing)
+    :param normalize_advantage: Standardize the advantages within the batch (biased, but stabilizing; set it to
+        False for the unbiased gradient of "none" or "loo")
     :param use_sde: Explore with generalized State-Dependent Exploration (gSDE, Raffin et al. 2022) instead of
         independent Gaussian noise at every step; ``Box`` actions only. The noise matrix is drawn per env at the
         start of each collection (and every ``sde_sample_freq`` steps), so the exploration is smooth in time.
@@ -169,6 +190,7 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         n_episodes: int = 16,
         gamma: float = 0.99,
         baseline: str = "value",
+        group_size: int = 1,
         gae_lambda: float = 1.0,
         ent_coef: float | Schedule = 0.0,
         vf_coef: float = 0.5,
@@ -192,6 +214,11 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         # Validated before the base class builds (or steps) any env; it checks n_episodes and max_episode_steps.
         _check(_is_real(gamma) and 0.0 <= gamma <= 1.0, f"gamma must be a number in [0, 1], got {gamma!r}")
         _check(baseline in BASELINES, f"baseline must be one of {BASELINES}, got {baseline!r}")
+        _check(
+            baseline in COMPARING_BASELINES or not (_is_integer(group_size) and group_size > 1),
+            f"group_size={group_size!r} needs baseline 'loo' or 'grpo', which compare a group's episodes "
+            f"(got baseline={baseline!r}); leave it at 1",
+        )
         _check(
             _is_real(gae_lambda) and 0.0 <= gae_lambda <= 1.0,
             f"gae_lambda must be a number in [0, 1], got {gae_lambda!r}",
@@ -240,6 +267,7 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
             n_episodes=n_episodes,
             max_episode_steps=max_episode_steps,
             use_fast_actor=use_fast_actor,
+            group_size=group_size,
             learning_rate=learning_rate,
             gamma=gamma,
             gae_lambda=gae_lambda,
@@ -331,7 +359,13 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
                 ):
                     rewards[t, env] += self.gamma * value
         advantages, targets = self.advantage_estimator(
-            rewards, buffer.episode_ends[:steps], grid_values, mask, self.gamma, self.gae_lambda
+            rewards,
+            buffer.episode_ends[:steps],
+            grid_values,
+            mask,
+            self.gamma,
+            self.gae_lambda,
+            buffer.episode_group[:steps],
         )
         return advantages[mask], targets[mask]
 
