@@ -473,7 +473,13 @@ def test_a_password_in_the_storage_url_is_shown_nowhere(
         cli([*options, *extra])
         captured = capsys.readouterr()
         outputs.append(captured.out + captured.err)
-    assert "zoo:***@" in outputs[1] + outputs[3]
+    # The equals form and an abbreviation of the flag: the command for other machines showed these in clear.
+    for storage in (f"--storage={url}", f"--stor={url}"):
+        assert cli(["tune", *tiny, storage, "--study", "masked", "--n-timesteps", "300", "--trials", "1"]) == 0
+        captured = capsys.readouterr()
+        outputs.append(captured.out + captured.err)
+        assert "more workers on other machines: " in outputs[-1]
+    assert "zoo:***@" in outputs[1] + outputs[3] + outputs[4] + outputs[5]
     assert "best:" in outputs[0]
     assert commands
     assert not [text for text in outputs + commands if "hunter2" in text]

@@ -24,7 +24,15 @@ import optuna
 
 from zoo.algos import ALGOS
 from zoo.checks import shown
-from zoo.config import check_budget_flag, check_env_id, get_config, parse_overrides, safe_yaml, yaml_numbers
+from zoo.config import (
+    check_budget_flag,
+    check_env_id,
+    check_seed,
+    get_config,
+    parse_overrides,
+    safe_yaml,
+    yaml_numbers,
+)
 from zoo.errors import ZooError
 from zoo.folders import check_file_path, check_folder_path, make_folder, write_atomically
 from zoo.runs import env_slug
@@ -58,8 +66,9 @@ RUN_DEFAULTS: dict[str, Any] = {
     "enqueue": [],
     "sampler": "tpe",
     "pruner": "median",
-    "heartbeat_interval": 60,
-    "grace_period": 120,
+    "heartbeat_interval": None,
+    "grace_period": None,
+    "force": False,
 }
 
 
@@ -85,8 +94,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                 nargs="?",
                 default="",
                 metavar="PATH",
-                help=f"where the entry goes (default: LOG_FOLDER/tune/STUDY/{EXPORT_FILE})",
+                help=f"where the entry goes (default: LOG_FOLDER/tune/STUDY/{EXPORT_FILE}, replaced each time)",
             )
+            parser.add_argument("--force", action="store_true", help="replace PATH if it exists (default: refuse)")
         return parser
     parser.add_argument(
         "--trials", type=int, default=100, help="trials done (complete or pruned) the study should have"
@@ -115,13 +125,22 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--sampler", default="tpe", choices=["tpe", "random"], help="Optuna sampler")
     parser.add_argument("--pruner", default="median", choices=["median", "none"], help="Optuna pruner")
-    parser.add_argument("--heartbeat-interval", type=int, default=60, help="seconds between heartbeats (RDB)")
     parser.add_argument(
-        "--grace-period", type=int, default=120, help="seconds without heartbeat before a trial is failed (RDB)"
+        "--heartbeat-interval",
+        type=int,
+        default=None,
+        help="seconds between a running trial's heartbeats; None: 60 on a database, 15 on a journal",
+    )
+    parser.add_argument(
+        "--grace-period",
+        type=int,
+        default=None,
+        help="seconds without heartbeat before a trial is handed on; None: 120 on a database, 45 on a journal",
     )
     if command == "run":
-        parser.set_defaults(report=False, export=None)
+        parser.set_defaults(report=False, export=None, force=False)
         return parser
+    parser.set_defaults(force=False)  # the deprecated --export never replaces a file: `tune export --force` does
     parser.add_argument(
         "--report", action="store_true", help="deprecated: use `python -m zoo tune report` (default: off)"
     )
@@ -173,7 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     folder = study_folder(check_folder_path(args.log_folder, "--log-folder"), study_name)
     export_path = None
     if args.export is not None:
-        export_path = check_file_path(Path(args.export) if args.export else folder / EXPORT_FILE, "--export")
+        # The study's own best.yml is the zoo's file, beside its plots; a PATH the user names may be theirs.
+        own = not args.export
+        export_path = check_export_path(folder / EXPORT_FILE if own else Path(args.export), own or args.force)
     spec = StorageSpec.parse(args.storage, folder, args.heartbeat_interval, args.grace_period)
     reading = args.report or args.export is not None
     if reading and spec.url is None and not Path(str(spec.journal)).is_file():
@@ -191,29 +212,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.n_timesteps is not None:
             overrides["n_timesteps"] = args.n_timesteps
         base = get_config(args.algo, args.env, overrides)
-        if args.first_seed < 0:
-            raise ZooError(f"--first-seed must be >= 0, got {args.first_seed}")
+        check_seed(args.first_seed, "--first-seed")
+        last = args.first_seed + args.seeds - 1
+        check_seed(last, f"the last seed (--first-seed {args.first_seed} + --seeds {args.seeds} - 1)")
         space = load_space(args.algo, args.env, args.space)
         setup = Setup(args.algo, args.env, base.to_data(), space, args.seeds, args.first_seed)
         enqueued = [parse_enqueued(setup, text) for text in args.enqueue]
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # each finished trial gets one line from Progress instead
+    if reading:
+        return read_study(study_name, spec, folder, args.report, export_path)
     storage = spec.open()
     with spec.lost_as_error(spec.file_identity()):  # a database that goes away mid-study: one line
-        optuna.logging.set_verbosity(optuna.logging.ERROR)  # each finished trial gets one line from Progress instead
-
-        if reading:
-            study = existing_study(study_name, storage, spec)
-            if args.report:
-                print(table(study))
-                for line in plots(study, folder):
-                    print(line)
-            if export_path is not None:
-                text = export(study)
-                make_folder(export_path.parent, "the folder of --export")
-                write_atomically(export_path, lambda path: path.write_text(text, encoding="utf-8"), "exported entry")
-                print(text, end="")
-                print(f"wrote {export_path}")
-            return 0
-
         assert setup is not None, "set above whenever the study is run"
         study = open_study(study_name, storage, setup, args, spec)
         for text, (overrides, params) in zip(args.enqueue, enqueued, strict=True):
@@ -260,6 +269,54 @@ def main(argv: list[str] | None = None) -> int:
             print(f"stopped with {counts.done} of {args.trials} trials done; rerun the same command to go on")
             return 1
         return 0
+
+
+def check_export_path(path: Path, replace: bool) -> Path:
+    """``path`` if the exported entry may be written there: a new file, or a regular file that ``replace`` allows
+    to replace. A link, a device or a pipe is refused: the entry, renamed into place, would replace it."""
+    check_file_path(path, "--export")
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise ZooError(f"--export {path} is not a regular file (a link, a device, a pipe): name a file")
+    if path.exists() and not replace:
+        raise ZooError(
+            f"--export {path} exists, and an export is one entry, not a whole hyperparameter file: "
+            f"`python -m zoo tune export {shlex.quote(str(path))} --force` replaces it"
+        )
+    return path
+
+
+def read_study(study_name: str, spec: StorageSpec, folder: Path, report: bool, export_path: Path | None) -> int:
+    """``tune report`` and ``tune export``: read the study, and leave its storage as it was.
+
+    A journal damaged in its middle (see :func:`zoo.tune.storage.read_journal`) is reported as its lines before
+    the damage left the study, with a warning naming the line; it is not exported: the entry's ``# Tuned`` comment
+    would call the best of a part of the study the study's best.
+    """
+    storage, damage = spec.open_to_read()
+    with spec.lost_as_error(spec.file_identity()):
+        if damage is not None and export_path is not None:
+            raise ZooError(
+                f"{damage.where}: Optuna cannot read the study past it, so its best trial is unknown; "
+                f"{damage.prefix} and --storage NEW export the best of the lines before it"
+            )
+        study = existing_study(study_name, storage, spec)
+        if damage is not None:
+            print(
+                f"warning: {damage.where}; Optuna cannot read past it: this is the study as its first "
+                f"{damage.line - 1} lines left it ({damage.lines_after} lines after it not read)",
+                file=sys.stderr,
+            )
+        if report:
+            print(table(study))
+            for line in plots(study, folder):
+                print(line)
+        if export_path is not None:
+            text = export(study)
+            make_folder(export_path.parent, "the folder of --export")
+            write_atomically(export_path, lambda path: path.write_text(text, encoding="utf-8"), "exported entry")
+            print(text, end="")
+            print(f"wrote {export_path}")
+    return 0
 
 
 def storage_args(args: argparse.Namespace, spec: StorageSpec) -> list[str]:
@@ -344,7 +401,8 @@ def parse_enqueued(setup: Setup, text: str) -> tuple[dict[str, Any], dict[str, A
         raise ZooError(f"--enqueue takes a YAML mapping of hyperparameters, got {shown(text)}")
     if "n_timesteps" in overrides:
         raise ZooError("--enqueue: n_timesteps is the study's budget (--n-timesteps), the same for every trial")
-    return overrides, fixed_params(setup.space, with_overrides(setup.base_config, overrides))
+    config = with_overrides(setup.base_config, overrides, source=f"--enqueue {shown(text)}")
+    return overrides, fixed_params(setup.space, config)
 
 
 def enqueue(study: optuna.Study, text: str, overrides: dict[str, Any], params: dict[str, Any]) -> str:
@@ -376,7 +434,7 @@ def header(
 
 def worker_command(argv: list[str], spec: StorageSpec) -> str:
     """This command for another machine: the same options (the study checks them), without --enqueue and
-    --jobs, with the storage's password hidden."""
+    --jobs, with the storage's password hidden (in ``--storage URL``, ``--storage=URL`` or an abbreviation)."""
     kept: list[str] = []
     skip = False
     for item in argv:
@@ -385,7 +443,7 @@ def worker_command(argv: list[str], spec: StorageSpec) -> str:
         elif item in ("--enqueue", "--jobs"):
             skip = True
         elif not item.startswith(("--enqueue=", "--jobs=")):
-            kept.append(spec.shown if item == spec.url else item)
+            kept.append(item.replace(spec.url, spec.shown) if spec.url else item)
     return shlex.join(["python", "-m", "zoo", "tune", *kept])
 
 

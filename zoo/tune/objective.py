@@ -109,12 +109,13 @@ class PruningReporter(BaseCallback):
         return not prune
 
 
-def run_trial(trial: optuna.Trial, setup: Setup, target: int) -> float:
-    """The objective: train the trial's configuration on each seed and return the mean final score."""
+def run_trial(trial: optuna.Trial, setup: Setup, target: int, heartbeat_interval: float) -> float:
+    """The objective: train the trial's configuration on each seed and return the mean final score; on a journal,
+    its heartbeat is refreshed every ``heartbeat_interval`` seconds meanwhile."""
     trial.set_user_attr(WORKER_ATTR, worker_id())
     trial.set_user_attr(WORKER_PROCESS_ATTR, process_identity(os.getpid()))
     trial.set_user_attr(WORKER_MACHINE_ATTR, machine_identity())
-    with heartbeat(trial.storage, trial._trial_id):
+    with heartbeat(trial.storage, trial._trial_id, heartbeat_interval):
         return train_trial(trial, setup, target)
 
 

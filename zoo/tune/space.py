@@ -298,15 +298,16 @@ def apply(config: RunConfig, sample: Sample, keep: set[str] | None = None) -> Ru
     return RunConfig.from_data(data)
 
 
-def with_overrides(config: RunConfig, overrides: dict[str, Any]) -> RunConfig:
-    """``config`` with ``overrides`` (``--hyperparams`` syntax: each key replaces the entry's) on top, validated."""
+def with_overrides(config: RunConfig, overrides: dict[str, Any], source: str = "overrides") -> RunConfig:
+    """``config`` with ``overrides`` (``--hyperparams`` syntax: each key replaces the entry's) on top, validated;
+    an error names ``source``, where the overrides came from."""
     data = config.to_data()
     for key, value in overrides.items():
         if key in ZOO_KEYS:
             data[key] = value
         else:
             data["hyperparams"] = {**data["hyperparams"], key: value}
-    return RunConfig.from_data(data)
+    return RunConfig.from_data(data, source)
 
 
 # ------------------------------------------------------------------------------------------------ enqueueing

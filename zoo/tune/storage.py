@@ -7,36 +7,46 @@
   records a heartbeat every ``heartbeat_interval`` seconds; a trial whose heartbeat is older than
   ``grace_period`` is failed by the next worker of the study that looks, and re-queued once more
   (:class:`optuna.storages.RetryHeartbeatStaleTrialCallback`) with the same parameters.
-  A plain path instead of a URL is a journal file.
+  A plain path instead of a URL is a journal file (a regular file: a device or a pipe is refused, and so is a
+  SQLite database, which is named by its URL).
 
 A journal has no heartbeat of Optuna's. There, each trial records its worker (``host:pid``, the :data:`WORKER_ATTR`
 user attribute), the process's start time and boot, and the machine (boot and PID namespace) its PID means something
 on; and its worker refreshes a heartbeat (:func:`heartbeat`, the :data:`HEARTBEAT_ATTR` system attribute) every
-:data:`JOURNAL_HEARTBEAT_SECONDS`. A RUNNING trial is failed and re-queued the same way as on a database when its
-worker's process no longer exists on this machine (seen at once), or, on any host or container, when its last
-heartbeat is older than :data:`JOURNAL_GRACE_SECONDS`.
+``heartbeat_interval`` seconds (:data:`JOURNAL_HEARTBEAT_SECONDS` by default). A RUNNING trial is failed and
+re-queued the same way as on a database when its worker's process no longer exists on this machine (seen at once),
+or, on any host or container, when its last heartbeat, or its start if it has none, is older than ``grace_period``
+(:data:`JOURNAL_GRACE_SECONDS`).
+
+A journal is read whole or not at all: a line in its middle that is not a record (:func:`read_journal`) stops
+``run`` and ``export`` with one line naming it, and ``report`` shows the study as the lines before it left it
+(:class:`JournalView`). The zoo never rewrites a journal, except to cut off a torn last record, under the lock,
+before it appends (:class:`TornTailLock`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import os
 import re
 import socket
+import stat
 import threading
 import time
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import optuna
 from optuna.storages import BaseStorage, JournalStorage, RDBStorage, RetryHeartbeatStaleTrialCallback
-from optuna.storages.journal import JournalFileBackend
+from optuna.storages.journal import BaseJournalBackend, JournalFileBackend, JournalFileSymlinkLock
 from optuna.trial import FrozenTrial, TrialState
 
-from zoo.checks import SHOWN_CHARS, clipped, is_real
+from zoo.checks import SHOWN_CHARS, clipped, is_integer, is_real
 from zoo.errors import ZooError, first_line
 from zoo.folders import check_file_path, make_folder
 
@@ -53,11 +63,15 @@ HEARTBEAT_ATTR = "heartbeat"  # a journal trial's system attribute: time.time() 
 # after 3 missed beats (45 s), so that a worker slowed by a busy disk or a loaded machine is not taken for dead,
 # while a dead one's trial runs again within a minute. Hosts sharing a journal need clocks that agree to well
 # within that (NTP keeps them within milliseconds); a trial that has just started is never judged stale.
-JOURNAL_HEARTBEAT_SECONDS = 15.0
+JOURNAL_HEARTBEAT_SECONDS = 15
 JOURNAL_GRACE_SECONDS = 3 * JOURNAL_HEARTBEAT_SECONDS
+# A database's: Optuna's heartbeat is a row update, and the defaults Optuna's documentation suggests.
+RDB_HEARTBEAT_SECONDS = 60
+RDB_GRACE_SECONDS = 120
 FAIL_REASON_ATTR = "fail_reason"
 MAX_RETRY = 2  # a trial whose worker keeps dying (out of memory, say) is retried twice, then left failed
 OPEN_ATTEMPTS = 3  # workers starting together on a fresh database may race to create Optuna's tables
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first bytes of every SQLite database file
 
 
 # A database URL whose '://' was mistyped (postgresql//user:pw@host, sqlite:/user:pw@file): a scheme, perhaps a
@@ -134,6 +148,8 @@ def cut_torn_tail(journal: Path) -> Path | None:
     without its newline. Optuna skips such a line when it reads the journal, but appends the next record right
     after it, gluing the two into one line it cannot read. Every record before it is whole: the finished trials
     are kept; a trial whose last record was torn shows as running and is handed on like a dead worker's.
+    Call it holding the journal's lock (:class:`TornTailLock`): the last line of a record being appended is torn
+    until its write ends.
     """
     if not journal.is_file():
         return None
@@ -147,10 +163,152 @@ def cut_torn_tail(journal: Path) -> Path | None:
         file.seek(0)
         data = file.read()
         whole = data.rfind(b"\n") + 1
-        torn = journal.with_name(f"{journal.name}.torn-{int(time.time())}")
-        torn.write_bytes(data[whole:])
+        torn = journal.with_name(f"{journal.name}.torn-{time.time_ns()}")
+        torn.write_bytes(data[whole:])  # on a full disk this fails, and nothing is cut or appended
         file.truncate(whole)
     return torn
+
+
+class TornTailLock(JournalFileSymlinkLock):
+    """Optuna's lock of a journal, that cuts off a torn last record (:func:`cut_torn_tail`) each time it is taken.
+
+    A write that fails midway (a full disk) leaves a torn record, and the next one, appended right after it by any
+    worker once there is room again, would be glued to it into a line that hides every later record from Optuna.
+    """
+
+    def __init__(self, journal: str) -> None:
+        super().__init__(journal)
+        self.journal = Path(journal)
+        self.torn: list[Path] = []  # where the torn records this lock cut off were kept
+
+    def acquire(self) -> bool:
+        super().acquire()
+        try:
+            torn = cut_torn_tail(self.journal)
+        except BaseException:
+            self.release()
+            raise
+        if torn is not None:
+            self.torn.append(torn)
+        return True
+
+
+class JournalWriteError(Exception):
+    """A record that could not be written to the journal (a full disk, a file size limit): one line, said by
+    :meth:`StorageSpec.lost_as_error`, wherever Optuna raised it from."""
+
+
+class JournalBackend(JournalFileBackend):
+    """Optuna's journal file as the zoo writes it: a torn last record is cut off before each write
+    (:class:`TornTailLock`), and a write that fails raises :class:`JournalWriteError`."""
+
+    def __init__(self, journal: str) -> None:
+        self.lock = TornTailLock(journal)
+        super().__init__(journal, lock_obj=self.lock)
+
+    def append_logs(self, logs: list[dict[str, Any]]) -> None:
+        try:
+            super().append_logs(logs)
+        except OSError as error:
+            raise JournalWriteError(first_line(error)) from error
+
+
+@dataclass(frozen=True)
+class JournalDamage:
+    """The first line of a journal that is not a record, and what Optuna cannot read because of it."""
+
+    journal: Path
+    line: int  # counted from 1
+    reason: str
+    lines_after: int
+
+    @property
+    def where(self) -> str:
+        return f"{self.journal} line {self.line} is not a journal record ({self.reason})"
+
+    @property
+    def prefix(self) -> str:
+        """How to copy the records before the damaged line, which make a study Optuna reads."""
+        return f"`head -n {self.line - 1} {self.journal} > NEW`"
+
+
+def read_journal(journal: Path) -> tuple[list[dict[str, Any]], JournalDamage | None]:
+    """The records of ``journal`` up to its first damaged line, and that line (None if there is none).
+
+    A line that is not a JSON object with an ``op_code`` is damage: Optuna would stop on it with a traceback, and
+    cannot read the records after it. Only the records before it are returned: each record changes the study's
+    state, and the ones after a lost record (perhaps the trial or study they refer to by number) would change it
+    in ways nobody can check; the lines before it are the study as it was at that moment. A last line without its
+    newline is a torn record, skipped as Optuna skips it. ZooError if the file is a SQLite database, or if its
+    first line is no record: it is no journal.
+    """
+    try:
+        with journal.open("rb") as file:
+            if file.read(len(SQLITE_HEADER)) == SQLITE_HEADER:
+                raise ZooError(
+                    f"{journal} is a SQLite database, not a journal: name it by its URL, sqlite:///{journal}"
+                )
+            file.seek(0)
+            records: list[dict[str, Any]] = []
+            damage: tuple[int, str] | None = None
+            lines_after = 0
+            for number, line in enumerate(file, 1):
+                if not line.endswith(b"\n"):
+                    break
+                if damage is not None:
+                    lines_after += 1
+                    continue
+                reason = record_error(line)
+                if reason is None:
+                    records.append(json.loads(line))
+                else:
+                    damage = (number, reason)
+    except OSError as error:
+        raise ZooError(f"cannot read the journal {journal}: {first_line(error)}") from None
+    if damage is None:
+        return records, None
+    found = JournalDamage(journal, damage[0], damage[1], lines_after)
+    if found.line == 1:
+        raise ZooError(f"{journal} is not an Optuna journal (line 1: {found.reason})")
+    return records, found
+
+
+def record_error(line: bytes) -> str | None:
+    """Why ``line`` is not a journal record, or None."""
+    try:
+        record = json.loads(line)
+    except ValueError as error:  # JSONDecodeError, or UnicodeDecodeError on bytes that are no text
+        return clipped(first_line(error), SHOWN_CHARS)
+    if not isinstance(record, dict) or not is_integer(record.get("op_code")):
+        return f"JSON without an op_code: {clipped(line.decode(errors='replace'), SHOWN_CHARS)}"
+    return None
+
+
+class JournalView(BaseJournalBackend):
+    """A journal's records read once, up to its first damaged line (:func:`read_journal`): the study as ``report``
+    and ``export`` read it. Reading takes no lock and cuts no torn tail, so it leaves the file as it was."""
+
+    def __init__(self, records: list[dict[str, Any]]) -> None:
+        self.records = records
+
+    def read_logs(self, log_number_from: int) -> Iterator[dict[str, Any]]:
+        return iter(self.records[log_number_from:])
+
+    def append_logs(self, logs: list[dict[str, Any]]) -> None:
+        raise ZooError("a study opened to be read is not written")
+
+
+def check_journal_file(journal: Path, what: str) -> None:
+    """ZooError naming ``what`` if ``journal`` exists and is not a regular file (a device, a pipe, a socket): a
+    journal is appended to and synced to disk, which a device refuses, and read whole, which a pipe never is."""
+    try:
+        mode = journal.stat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise ZooError(f"{what} {journal}: {first_line(error)}") from None
+    if not stat.S_ISREG(mode):
+        raise ZooError(f"{what} {journal} is not a regular file; a journal is one (or give a database URL)")
 
 
 @dataclass(frozen=True)
@@ -159,28 +317,36 @@ class StorageSpec:
 
     url: str | None  # an RDB URL, or None for a journal file
     journal: str | None  # the journal file, when url is None
-    heartbeat_interval: int = 60
-    grace_period: int = 120
+    heartbeat_interval: int = RDB_HEARTBEAT_SECONDS
+    grace_period: int = RDB_GRACE_SECONDS
 
     @classmethod
-    def parse(cls, storage: str | None, folder: Path, heartbeat_interval: int, grace_period: int) -> StorageSpec:
-        if heartbeat_interval < 1 or grace_period <= heartbeat_interval:
-            raise ZooError(
-                f"--heartbeat-interval must be >= 1 and --grace-period larger than it, got {heartbeat_interval} "
-                f"and {grace_period}"
-            )
-        if storage is None:
-            return cls(None, str(folder / JOURNAL_FILE), heartbeat_interval, grace_period)
-        if "://" in storage:
-            return cls(storage, None, heartbeat_interval, grace_period)
-        if MISTYPED_URL.match(storage):
+    def parse(
+        cls, storage: str | None, folder: Path, heartbeat_interval: int | None, grace_period: int | None
+    ) -> StorageSpec:
+        """The ``--storage`` of a study whose folder is ``folder``; a heartbeat interval or grace period of None is
+        the storage's default (Optuna's on a database, :data:`JOURNAL_HEARTBEAT_SECONDS` on a journal)."""
+        if storage is not None and "://" not in storage and MISTYPED_URL.match(storage):
             # Taken for a journal path, it would name a file after the password and print it with every run.
             raise ZooError(
                 f"--storage {clipped(mask_userinfo(storage), SHOWN_CHARS)} looks like a database URL without its "
                 "'://'; a database is a URL such as postgresql://user:password@host/db, a journal a file path"
             )
-        check_file_path(storage, "--storage")
-        return cls(None, storage, heartbeat_interval, grace_period)
+        url = storage if storage is not None and "://" in storage else None
+        journal = None
+        if url is None:
+            journal = str(folder / JOURNAL_FILE) if storage is None else str(check_file_path(storage, "--storage"))
+            check_journal_file(Path(journal), "--storage" if storage is not None else "the journal")
+        defaults = (
+            (RDB_HEARTBEAT_SECONDS, RDB_GRACE_SECONDS) if url else (JOURNAL_HEARTBEAT_SECONDS, JOURNAL_GRACE_SECONDS)
+        )
+        beat = defaults[0] if heartbeat_interval is None else heartbeat_interval
+        grace = defaults[1] if grace_period is None else grace_period
+        if beat < 1 or grace <= beat:
+            raise ZooError(
+                f"--heartbeat-interval must be >= 1 and --grace-period larger than it, got {beat} and {grace}"
+            )
+        return cls(url, journal, beat, grace)
 
     @property
     def shown(self) -> str:
@@ -238,6 +404,12 @@ class StorageSpec:
             if failure is None:
                 raise
             self.check_unchanged(identity)
+            if isinstance(failure, JournalWriteError):
+                raise ZooError(
+                    f"could not write to the journal {self.journal} ({failure}); the trials it recorded stay there, "
+                    "and rerunning the same command resumes the study once it can be written again (a full disk? a "
+                    "file size limit?)"
+                ) from None
             raise ZooError(
                 f"lost the storage {self.shown} mid-study ({first_line(failure)}); the trials it recorded stay "
                 "there, and rerunning the same command once it is back resumes the study"
@@ -248,13 +420,23 @@ class StorageSpec:
         if self.url is None:
             assert self.journal is not None
             make_folder(Path(self.journal).parent, "the journal's folder")
-            torn = cut_torn_tail(Path(self.journal))
-            if torn is not None:
+            if Path(self.journal).exists():
+                _, damage = read_journal(Path(self.journal))
+                if damage is not None:
+                    raise ZooError(
+                        f"{damage.where}: Optuna cannot read the study past it. The zoo does not rewrite the file; "
+                        f"`tune report` shows the study as its first {damage.line - 1} lines left it, and "
+                        f"{damage.prefix} with --storage NEW goes on from there"
+                    )
+            backend = JournalBackend(self.journal)
+            backend.lock.acquire()  # cuts off a torn record that a crash left, said here where the user sees it
+            backend.lock.release()
+            for torn in backend.lock.torn:
                 print(
                     f"warning: {self.journal} ended in a torn record (a crash or a full disk mid-write); "
                     f"kept it in {torn}"
                 )
-            return JournalStorage(JournalFileBackend(self.journal))
+            return JournalStorage(backend)
         from sqlalchemy import exc
 
         for attempt in range(OPEN_ATTEMPTS):
@@ -281,11 +463,22 @@ class StorageSpec:
                 raise ZooError(f"cannot open storage {self.shown}: {first_line(error)}") from None
         raise AssertionError("unreachable")
 
+    def open_to_read(self) -> tuple[BaseStorage, JournalDamage | None]:
+        """The Optuna storage to read the study from, and the journal's damaged line if it has one. A journal is
+        read as :class:`JournalView`: the file is left as it was, and the study is what the lines before a
+        damaged one recorded."""
+        if self.url is not None:
+            return self.open(), None
+        assert self.journal is not None
+        records, damage = read_journal(Path(self.journal))
+        return JournalStorage(JournalView(records)), damage
+
 
 def storage_failure(error: BaseException) -> BaseException | None:
-    """The database error behind ``error``, or None. Optuna re-raises a lost connection as its own
-    StorageInternalError, or loses it behind an error of its own (an AssertionError, an UnboundLocalError) raised
-    while handling it, so the causes and contexts are searched too; SQLAlchemy's error is the one that says why."""
+    """The database error or the failed journal write behind ``error``, or None. Optuna re-raises a lost
+    connection as its own StorageInternalError, or loses it (or a failed write) behind an error of its own (an
+    AssertionError, an UnboundLocalError) raised while handling it, so the causes and contexts are searched too;
+    SQLAlchemy's error is the one that says why."""
     from sqlalchemy.exc import SQLAlchemyError
 
     found: BaseException | None = None
@@ -293,7 +486,7 @@ def storage_failure(error: BaseException) -> BaseException | None:
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, SQLAlchemyError):
+        if isinstance(current, (SQLAlchemyError, JournalWriteError)):
             return current
         if isinstance(current, optuna.exceptions.StorageInternalError):
             found = found or current
@@ -334,8 +527,8 @@ def hand_on_orphans(
 
     With a heartbeat (RDB storages), Optuna's own check does it. On a journal, a trial is handed on when its worker
     ran on this machine (host name, boot and PID namespace) and its process no longer exists, or its PID now
-    belongs to another process (another start time); or, wherever it ran, when its last heartbeat and its start
-    are both older than ``grace_period`` seconds. A trial with no heartbeat from another machine is left alone.
+    belongs to another process (another start time); or, wherever it ran, when its last heartbeat, or its start if
+    it has none, is older than ``grace_period`` seconds (see :func:`orphan_reason`).
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
@@ -365,21 +558,32 @@ def hand_on_orphans(
 
 
 def orphan_reason(trial: FrozenTrial, host: str, machine: str | None, grace_period: float) -> str | None:
-    """Why the RUNNING journal ``trial`` has lost its worker, or None while it may still have one."""
+    """Why the RUNNING journal ``trial`` has lost its worker, or None while it may still have one.
+
+    A worker of this machine is judged by its process: dead, or its PID taken by another process, at once; alive
+    and recorded with its start time, never. Any other trial is judged by its heartbeat, or by its start while it
+    has none: a worker that died before its first beat (after ``study.ask()``, before or while recording itself)
+    left no process identity to check, and a PID that a new process reuses would keep its trial forever.
+    """
     worker = str(trial.user_attrs.get(WORKER_ATTR, ""))
     worker_host, _, pid = worker.rpartition(":")
     recorded_machine = trial.user_attrs.get(WORKER_MACHINE_ATTR)
     here = worker_host == host and (recorded_machine is None or recorded_machine == machine)
     if here and pid.isdigit():
-        return None if worker_alive(int(pid), trial.user_attrs) else f"its worker (pid {pid}) died"
+        if not worker_alive(int(pid), trial.user_attrs):
+            return f"its worker (pid {pid}) died"
+        if trial.user_attrs.get(WORKER_PROCESS_ATTR) is not None:
+            return None
+    if trial.datetime_start is None:
+        return None  # a RUNNING trial has its start; nothing to judge by otherwise
+    started = trial.datetime_start.timestamp()
     beat = trial.system_attrs.get(HEARTBEAT_ATTR)
-    if not is_real(beat):
-        return None  # a worker that sends no heartbeat (an older zoo's) cannot be judged from another machine
-    started = trial.datetime_start.timestamp() if trial.datetime_start is not None else beat
-    silent = time.time() - max(beat, started)  # a retry carries no beat, but a copied one would be its start's
+    # A retry carries no beat, but a copied one would be its start's: the later of the two counts.
+    silent = time.time() - (max(beat, started) if is_real(beat) else started)
     if silent <= grace_period:
         return None
-    return f"its worker {worker or '(unknown)'} sent no heartbeat for {silent:.0f} s (the limit is {grace_period:g} s)"
+    since = f"for {silent:.0f} s" if is_real(beat) else f"in the {silent:.0f} s since the trial started"
+    return f"its worker {worker or '(unknown)'} sent no heartbeat {since} (the limit is {grace_period:g} s)"
 
 
 def without_worker(trial: FrozenTrial) -> FrozenTrial:

@@ -25,6 +25,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from multiprocessing.queues import SimpleQueue
 
 import optuna
 import yaml
@@ -109,12 +110,14 @@ def work(plan: Plan, storage: BaseStorage, on_poll: Callable[[optuna.Study], Non
         failed_at_start = Counts.of(study.get_trials(deepcopy=False)).failed
     # Trials this worker failed for a dead worker are that worker's failures, retried here: not ours.
     handed_on = 0
-    objective = partial(run_trial, setup=plan.setup, target=plan.target)
+    objective = partial(
+        run_trial, setup=plan.setup, target=plan.target, heartbeat_interval=plan.storage.heartbeat_interval
+    )
     with interrupt.deferred(), plan.storage.lost_as_error(identity):
         while True:
             interrupt.check()
             plan.storage.check_unchanged(identity)
-            handed_on += len(hand_on_orphans(study, storage))
+            handed_on += len(hand_on_orphans(study, storage, plan.storage.grace_period))
             counts = Counts.of(study.get_trials(deepcopy=False))
             if on_poll is not None:
                 on_poll(study)
@@ -128,8 +131,8 @@ def work(plan: Plan, storage: BaseStorage, on_poll: Callable[[optuna.Study], Non
             study.optimize(objective, n_trials=1, catch=(Exception,), gc_after_trial=True)
 
 
-def worker_main(plan: Plan) -> None:
-    """A spawned worker process."""
+def worker_main(plan: Plan, errors: SimpleQueue[str]) -> None:
+    """A spawned worker process; its one-line error, if it stops on one, goes to ``errors`` for the parent to say."""
     import torch as th
 
     th.set_num_threads(1)
@@ -138,14 +141,17 @@ def worker_main(plan: Plan) -> None:
         work(plan, plan.storage.open())
     except KeyboardInterrupt:
         sys.exit(130)
-    except ZooError:
-        sys.exit(2)  # the storage went away: the parent process, which follows the same study, says so in one line
+    except ZooError as error:
+        errors.put(str(error))
+        sys.exit(2)
 
 
 def run_processes(plan: Plan, jobs: int, progress: Progress, study: optuna.Study) -> list[int]:
-    """Start ``jobs`` worker processes and follow the study until they stop; their exit codes."""
+    """Start ``jobs`` worker processes and follow the study until they stop; their exit codes. A ZooError that
+    stopped a worker (the storage lost, the journal unwritable) is raised here, once, however many it stopped."""
     context = multiprocessing.get_context("spawn")
-    processes = [context.Process(target=worker_main, args=(plan,), name=f"zoo-tune-{k}") for k in range(jobs)]
+    errors: SimpleQueue[str] = context.SimpleQueue()
+    processes = [context.Process(target=worker_main, args=(plan, errors), name=f"zoo-tune-{k}") for k in range(jobs)]
     for process in processes:
         process.start()
     identity = plan.storage.file_identity()
@@ -176,6 +182,8 @@ def run_processes(plan: Plan, jobs: int, progress: Progress, study: optuna.Study
         for process in processes:
             process.join()
         raise
+    if not errors.empty():
+        raise ZooError(errors.get())
     progress.poll(study)
     return [process.exitcode if process.exitcode is not None else -1 for process in processes]
 
