@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -412,3 +414,92 @@ def test_squashed_gsde_actions_are_rescaled_to_the_bounds_not_clipped() -> None:
     # The env gets the squashed action mapped from [-1, 1] onto its bounds [-2, 2].
     np.testing.assert_allclose(env.received, 2.0 * stored, rtol=1e-6)
     assert np.abs(env.received).max() > 1.0
+
+
+# SB3's load() builds the model with the constructor's defaults and then writes the saved data and its own keyword
+# arguments over the attributes, so the constructor's checks never see them: these cases went through unchecked.
+LOAD_CASES: list[tuple[dict[str, Any], str]] = [
+    ({"n_episodes": -3}, r"n_episodes must be an integer in \[2, 100,000\] .*got -3"),
+    ({"learning_rate": float("nan")}, r"learning_rate must be > 0 and finite, or a schedule, got nan"),
+    ({"baseline": "bogus"}, r"baseline must be one of \('none', 'mean', 'value', 'loo', 'grpo'\), got 'bogus'"),
+    ({"gamma": 2}, r"gamma must be a number in \[0, 1\], got 2"),
+    ({"vf_coef": "abc"}, r"vf_coef must be >= 0 and finite, got 'abc'"),
+    ({"max_grad_norm": [0.5]}, r"max_grad_norm must be > 0 or None \(no clipping\), got \[0.5\]"),
+    ({"group_size": 2}, r"group_size=2 needs baseline 'loo' or 'grpo'"),  # the saved model's baseline is "value"
+    ({"max_episode_steps": 0}, r"max_episode_steps must be an integer >= 1, got 0"),
+    ({"vf_batch_size": 0}, r"vf_batch_size must be an integer >= 1 or None"),
+]
+
+
+@pytest.fixture(scope="module")
+def saved_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("saved") / "model.zip"
+    Reinforce("MlpPolicy", "CartPole-v1", n_episodes=4, device="cpu", policy_kwargs=TINY).save(path)
+    return path
+
+
+@pytest.mark.parametrize(("kwargs", "message"), LOAD_CASES, ids=lambda value: str(value))
+def test_load_checks_the_hyperparameters_it_is_given_as_the_constructor_does(
+    saved_model: Path, kwargs: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        Reinforce.load(saved_model, device="cpu", **kwargs)
+    # With an env too: rl_zoo3's --trained-agent loads so, with the entry's hyperparameters as keywords.
+    with pytest.raises(ValueError, match=message):
+        Reinforce.load(saved_model, env=make_vec_env("CartPole-v1", n_envs=2), device="cpu", **kwargs)
+
+
+def test_load_takes_valid_hyperparameters_and_trains_with_them(saved_model: Path) -> None:
+    env = make_vec_env("CartPole-v1", n_envs=2, seed=0)
+    model = Reinforce.load(saved_model, env=env, device="cpu", n_episodes=2, gamma=0.9, vf_coef=np.float32(1.0))
+    assert (model.n_episodes, model.gamma, model.vf_coef) == (2, 0.9, 1.0)
+    model.learn(20)
+    assert model._n_updates >= 1
+    assert len(batch_episodes(model)) == 2
+
+
+def test_a_saved_model_with_an_unknown_baseline_is_a_value_error_naming_it(saved_model: Path, tmp_path: Path) -> None:
+    edited = tmp_path / "edited.zip"
+    with zipfile.ZipFile(saved_model) as source, zipfile.ZipFile(edited, "w") as target:
+        for item in source.infolist():
+            content = source.read(item)
+            if item.filename == "data":
+                data = json.loads(content)
+                assert data["baseline"] == "value"
+                data["baseline"] = "bogus"
+                content = json.dumps(data).encode()
+            target.writestr(item, content)
+    with pytest.raises(ValueError, match=r"baseline must be one of .*, got 'bogus'"):
+        Reinforce.load(edited, device="cpu")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"vf_coef": "abc"}, r"vf_coef must be >= 0 and finite, got 'abc'"),
+        ({"vf_coef": None}, r"vf_coef must be >= 0 and finite, got None"),
+        ({"vf_coef": [0.5]}, r"vf_coef must be >= 0 and finite, got \[0.5\]"),
+        ({"vf_coef": float("inf")}, r"vf_coef must be >= 0 and finite, got inf"),
+        ({"vf_coef": True}, r"vf_coef must be >= 0 and finite, got True"),
+        ({"max_grad_norm": "abc"}, r"max_grad_norm must be > 0 or None \(no clipping\), got 'abc'"),
+        ({"max_grad_norm": [0.5]}, r"max_grad_norm must be > 0 or None \(no clipping\), got \[0.5\]"),
+        ({"max_grad_norm": float("nan")}, r"max_grad_norm must be > 0 or None \(no clipping\), got nan"),
+        ({"max_grad_norm": True}, r"max_grad_norm must be > 0 or None \(no clipping\), got True"),
+        ({"vf_n_epochs": True}, r"vf_n_epochs must be an integer >= 0"),
+        ({"vf_batch_size": True}, r"vf_batch_size must be an integer >= 1 or None"),
+    ],
+    ids=lambda value: str(value),
+)
+def test_a_value_that_is_not_a_number_is_named(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Reinforce("MlpPolicy", DummyVecEnv([NeverEndingEnv]), **kwargs)
+
+
+def test_load_takes_the_frozen_learning_rate_of_sb3s_custom_objects(saved_model: Path) -> None:
+    # rl_zoo3's enjoy loads every agent so, to skip the saved schedule; the constructor itself refuses a rate of 0.
+    frozen = {"learning_rate": 0.0, "lr_schedule": lambda _: 0.0}
+    model = Reinforce.load(saved_model, device="cpu", custom_objects=frozen)
+    assert model.learning_rate == 0.0
+    assert model.predict(np.zeros(4, dtype=np.float32), deterministic=True)[0] in (0, 1)
+    with pytest.raises(ValueError, match=r"learning_rate must be > 0 and finite, or a schedule, got -0.001"):
+        Reinforce.load(saved_model, device="cpu", custom_objects={"learning_rate": -1e-3})

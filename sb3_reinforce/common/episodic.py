@@ -105,6 +105,22 @@ def check_same_start(observations: Any, n_groups: int, group_size: int) -> None:
             )
 
 
+def check_episodic_arguments(n_episodes: Any, group_size: Any, max_episode_steps: Any) -> None:
+    """Raise ValueError naming the first of the batch's arguments that is out of its range."""
+    if not (_is_integer(n_episodes) and 2 <= n_episodes <= MAX_EPISODES):
+        raise ValueError(
+            f"n_episodes must be an integer in [2, {MAX_EPISODES:,}] (one episode's gradient random-walks; "
+            f"a batch is held in memory), got {n_episodes!r}"
+        )
+    if not (_is_integer(group_size) and group_size >= 1 and n_episodes % group_size == 0):
+        raise ValueError(
+            f"group_size must be an integer >= 1 that divides n_episodes={n_episodes} (a batch is made of whole "
+            f"groups), got {group_size!r}"
+        )
+    if not (_is_integer(max_episode_steps) and max_episode_steps >= 1):
+        raise ValueError(f"max_episode_steps must be an integer >= 1, got {max_episode_steps!r}")
+
+
 class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
     """Base for on-policy algorithms trained on batches of ``n_episodes`` complete, on-policy episodes.
 
@@ -134,18 +150,7 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         **kwargs: Any,
     ) -> None:
         # Checked before SB3's constructor makes (or steps) any env.
-        if not (_is_integer(n_episodes) and 2 <= n_episodes <= MAX_EPISODES):
-            raise ValueError(
-                f"n_episodes must be an integer in [2, {MAX_EPISODES:,}] (one episode's gradient random-walks; "
-                f"a batch is held in memory), got {n_episodes!r}"
-            )
-        if not (_is_integer(group_size) and group_size >= 1 and n_episodes % group_size == 0):
-            raise ValueError(
-                f"group_size must be an integer >= 1 that divides n_episodes={n_episodes} (a batch is made of whole "
-                f"groups), got {group_size!r}"
-            )
-        if not (_is_integer(max_episode_steps) and max_episode_steps >= 1):
-            raise ValueError(f"max_episode_steps must be an integer >= 1, got {max_episode_steps!r}")
+        check_episodic_arguments(n_episodes, group_size, max_episode_steps)
         window = kwargs.get("stats_window_size", 100)
         if not (_is_integer(window) and window >= 1):
             raise ValueError(f"stats_window_size must be an integer >= 1 (episodes averaged), got {window!r}")
@@ -176,6 +181,8 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         return [*super()._excluded_save_params(), "fast_actor"]
 
     def _setup_model(self) -> None:
+        # Again here: SB3's load() writes the saved data and its keyword arguments over what the constructor checked.
+        check_episodic_arguments(self.n_episodes, self.group_size, self.max_episode_steps)
         self._setup_lr_schedule()
         self.set_random_seed(self.seed)
         self.policy = self.policy_class(  # type: ignore[assignment]
@@ -275,6 +282,9 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         actor = self.fast_actor
         rng = self._rng
         assert rng is not None, "_setup_model() sets the generator"
+        # Before the first draw of this collection: a callback that saves the run here (the zoo's checkpoints)
+        # saves the generators as they are at an update boundary, so a run resumed from it continues bit for bit.
+        callback.on_rollout_start()
         # dealt[i]: counted episodes env i has started; finished[i]: those it has ended. Env i runs a counted
         # episode while finished[i] < dealt[i]; once equal with nothing left to deal, its steps go unused.
         grouped = self.group_size > 1
@@ -311,7 +321,6 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
 
         if self.use_sde:
             self.policy.reset_noise(env.num_envs)
-        callback.on_rollout_start()
         num_envs = env.num_envs
         unmet = n_dealt
         dict_obs = isinstance(buffer.observations, dict)

@@ -55,6 +55,81 @@ def _features(
     return cast(th.Tensor, BaseModel.extract_features(policy, observations, extractor))
 
 
+def check_hyperparameters(
+    *,
+    learning_rate: Any,
+    gamma: Any,
+    baseline: Any,
+    group_size: Any,
+    gae_lambda: Any,
+    ent_coef: Any,
+    vf_coef: Any,
+    vf_learning_rate: Any,
+    vf_n_epochs: Any,
+    vf_batch_size: Any,
+    max_grad_norm: Any,
+    sde_sample_freq: Any,
+    allow_zero_learning_rate: bool = False,
+) -> None:
+    """Raise ValueError naming the first of :class:`Reinforce`'s own hyperparameters that is out of its range (the
+    base class checks ``n_episodes``, ``group_size``'s divisibility and ``max_episode_steps``).
+
+    ``allow_zero_learning_rate`` allows a ``learning_rate`` of 0: a model loaded for inference only, as rl_zoo3's
+    ``enjoy`` loads one with SB3's ``custom_objects={"learning_rate": 0.0, ...}`` (training then checks the rate at
+    each update: 0 leaves the policy where it is).
+    """
+    _check(_is_real(gamma) and 0.0 <= gamma <= 1.0, f"gamma must be a number in [0, 1], got {gamma!r}")
+    _check(baseline in BASELINES, f"baseline must be one of {BASELINES}, got {baseline!r}")
+    _check(
+        baseline in COMPARING_BASELINES or not (_is_integer(group_size) and group_size > 1),
+        f"group_size={group_size!r} needs baseline 'loo' or 'grpo', which compare a group's episodes "
+        f"(got baseline={baseline!r}); leave it at 1",
+    )
+    _check(
+        _is_real(gae_lambda) and 0.0 <= gae_lambda <= 1.0,
+        f"gae_lambda must be a number in [0, 1], got {gae_lambda!r}",
+    )
+    _check(
+        baseline == "value" or gae_lambda == 1.0,
+        f"gae_lambda={gae_lambda!r} needs baseline='value' (got baseline={baseline!r}); leave it at 1.0",
+    )
+    _check(
+        callable(ent_coef) or ent_coef == 0 or _positive_finite(ent_coef),
+        f"ent_coef must be a finite number >= 0 or a schedule, got {ent_coef!r}",
+    )
+    _check(
+        _is_real(vf_coef) and 0.0 <= vf_coef < np.inf,  # nan fails too
+        f"vf_coef must be >= 0 and finite, got {vf_coef!r}",
+    )
+    _check(
+        callable(vf_learning_rate) or _positive_finite(vf_learning_rate),
+        f"vf_learning_rate must be a finite number > 0 or a schedule, got {vf_learning_rate!r}",
+    )
+    _check(
+        _is_integer(vf_n_epochs) and vf_n_epochs >= 0,
+        f"vf_n_epochs must be an integer >= 0 (0: train the critic jointly with the policy), got {vf_n_epochs!r}",
+    )
+    _check(
+        vf_batch_size is None or (_is_integer(vf_batch_size) and vf_batch_size >= 1),
+        f"vf_batch_size must be an integer >= 1 or None (full batch), got {vf_batch_size!r}",
+    )
+    # inf is allowed: a norm no gradient reaches, which is what None does.
+    _check(
+        max_grad_norm is None or (_is_real(max_grad_norm) and max_grad_norm > 0.0),
+        f"max_grad_norm must be > 0 or None (no clipping), got {max_grad_norm!r}",
+    )
+    _check(
+        callable(learning_rate)
+        or _positive_finite(learning_rate)
+        or (allow_zero_learning_rate and _is_real(learning_rate) and learning_rate == 0),
+        f"learning_rate must be > 0 and finite, or a schedule, got {learning_rate!r}",
+    )
+    _check(
+        _is_integer(sde_sample_freq) and (sde_sample_freq == -1 or sde_sample_freq >= 1),
+        f"sde_sample_freq must be -1 (once per collection) or an integer >= 1, got {sde_sample_freq!r}",
+    )
+
+
 class Reinforce(EpisodicOnPolicyAlgorithm):
     """REINFORCE, the Monte Carlo policy gradient (Williams, 1992).
 
@@ -124,6 +199,9 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
     What is saved: SB3's actor-critic policy always holds a value head (``mlp_extractor.value_net`` and
     ``value_net``), and it is saved with the policy. Without a critic (``baseline`` "none", "mean", "loo" or
     "grpo") it is in no optimizer and keeps its initial weights: it never influences an update or an action.
+    ``Reinforce.load(path, **kwargs)`` checks the saved hyperparameters, with ``kwargs`` over them, as the
+    constructor checks its arguments: a ``ValueError`` naming the first one out of range (a ``learning_rate`` of 0,
+    SB3's way to load a model for inference only, is the one value allowed there and not here).
 
     :param policy: The policy model to use (MlpPolicy, CnnPolicy, MultiInputPolicy, or an ActorCriticPolicy class)
     :param env: The environment to learn from (if registered in Gymnasium, can be a str)
@@ -212,48 +290,19 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         _init_setup_model: bool = True,
     ) -> None:
         # Validated before the base class builds (or steps) any env; it checks n_episodes and max_episode_steps.
-        _check(_is_real(gamma) and 0.0 <= gamma <= 1.0, f"gamma must be a number in [0, 1], got {gamma!r}")
-        _check(baseline in BASELINES, f"baseline must be one of {BASELINES}, got {baseline!r}")
-        _check(
-            baseline in COMPARING_BASELINES or not (_is_integer(group_size) and group_size > 1),
-            f"group_size={group_size!r} needs baseline 'loo' or 'grpo', which compare a group's episodes "
-            f"(got baseline={baseline!r}); leave it at 1",
-        )
-        _check(
-            _is_real(gae_lambda) and 0.0 <= gae_lambda <= 1.0,
-            f"gae_lambda must be a number in [0, 1], got {gae_lambda!r}",
-        )
-        _check(
-            baseline == "value" or gae_lambda == 1.0,
-            f"gae_lambda={gae_lambda!r} needs baseline='value' (got baseline={baseline!r}); leave it at 1.0",
-        )
-        _check(
-            callable(ent_coef) or ent_coef == 0 or _positive_finite(ent_coef),
-            f"ent_coef must be a finite number >= 0 or a schedule, got {ent_coef!r}",
-        )
-        _check(vf_coef >= 0.0, f"vf_coef must be >= 0, got {vf_coef!r}")
-        _check(
-            callable(vf_learning_rate) or _positive_finite(vf_learning_rate),
-            f"vf_learning_rate must be a finite number > 0 or a schedule, got {vf_learning_rate!r}",
-        )
-        _check(
-            isinstance(vf_n_epochs, (int, np.integer)) and vf_n_epochs >= 0,
-            f"vf_n_epochs must be an integer >= 0 (0: train the critic jointly with the policy), got {vf_n_epochs!r}",
-        )
-        _check(
-            vf_batch_size is None or (isinstance(vf_batch_size, (int, np.integer)) and vf_batch_size >= 1),
-            f"vf_batch_size must be an integer >= 1 or None (full batch), got {vf_batch_size!r}",
-        )
-        _check(
-            max_grad_norm is None or max_grad_norm > 0.0, f"max_grad_norm must be > 0 or None, got {max_grad_norm!r}"
-        )
-        _check(
-            callable(learning_rate) or _positive_finite(learning_rate),
-            f"learning_rate must be > 0 and finite, or a schedule, got {learning_rate!r}",
-        )
-        _check(
-            isinstance(sde_sample_freq, (int, np.integer)) and (sde_sample_freq == -1 or sde_sample_freq >= 1),
-            f"sde_sample_freq must be -1 (once per collection) or an integer >= 1, got {sde_sample_freq!r}",
+        check_hyperparameters(
+            learning_rate=learning_rate,
+            gamma=gamma,
+            baseline=baseline,
+            group_size=group_size,
+            gae_lambda=gae_lambda,
+            ent_coef=ent_coef,
+            vf_coef=vf_coef,
+            vf_learning_rate=vf_learning_rate,
+            vf_n_epochs=vf_n_epochs,
+            vf_batch_size=vf_batch_size,
+            max_grad_norm=max_grad_norm,
+            sde_sample_freq=sde_sample_freq,
         )
         self.baseline = baseline
         self.normalize_advantage = normalize_advantage
@@ -294,6 +343,24 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         return self.baseline == "value" and self.vf_n_epochs > 0
 
     def _setup_model(self) -> None:
+        # SB3's load() builds the model with the constructor's defaults, then writes the saved data and its own
+        # keyword arguments over the attributes: checked again here, where every path to a built model passes
+        # (the constructor has refused a rate of 0 already; load() may set one to freeze the model).
+        check_hyperparameters(
+            learning_rate=self.learning_rate,
+            gamma=self.gamma,
+            baseline=self.baseline,
+            group_size=self.group_size,
+            gae_lambda=self.gae_lambda,
+            ent_coef=self.ent_coef,
+            vf_coef=self.vf_coef,
+            vf_learning_rate=self.vf_learning_rate,
+            vf_n_epochs=self.vf_n_epochs,
+            vf_batch_size=self.vf_batch_size,
+            max_grad_norm=self.max_grad_norm,
+            sde_sample_freq=self.sde_sample_freq,
+            allow_zero_learning_rate=True,
+        )
         super()._setup_model()
         self.vf_lr_schedule = FloatSchedule(self.vf_learning_rate)
         self.ent_coef_schedule = FloatSchedule(self.ent_coef)
@@ -336,11 +403,15 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         state_dicts, variables = super()._get_torch_save_params()
         return ([*state_dicts, "vf_optimizer"] if self.fits_critic else state_dicts), variables
 
-    def _advantages(self, values: th.Tensor, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _advantages(
+        self, values: th.Tensor, mask: np.ndarray, gae_lambda: float | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Advantages and value targets of the valid steps, flattened in the order of ``mask``.
 
         ``values`` holds V(s_t) of the valid steps (empty without a critic). A time-limit cut is bootstrapped here,
         where the critic is: its reward gets ``gamma * V(terminal observation)`` before the estimator runs.
+        ``gae_lambda`` replaces the model's (benchmarks/gradient_variance.py compares the critic's advantages at
+        lambda = 1 with those of the lambda it trains with).
         """
         buffer = self.rollout_buffer
         steps = buffer.n_steps
@@ -364,7 +435,7 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
             grid_values,
             mask,
             self.gamma,
-            self.gae_lambda,
+            self.gae_lambda if gae_lambda is None else gae_lambda,
             buffer.episode_group[:steps],
         )
         return advantages[mask], targets[mask]
