@@ -1,0 +1,58 @@
+"""Convert run folders' ``vecnormalize.pkl`` (SB3's pickle) to ``vec_normalize.json``, the one format the zoo reads.
+
+``zoo train`` and ``zoo benchmark`` write the pickle-free ``vec_normalize.json`` that packaged agents keep too;
+run folders written before kept SB3's pickle, which :func:`zoo.runs.load_run` refuses, naming this script.
+Unpickling runs whatever code the file names, so convert only folders you made yourself (the ones under
+``benchmarks/results/`` were made by this repository's benchmarks). Each pickle is read, written as
+``vec_normalize.json`` (atomically), read back and compared, and only then deleted.
+
+Usage: ``python benchmarks/convert_vecnormalize.py [FOLDER ...]``: every vecnormalize.pkl under each FOLDER
+(default: ``benchmarks/results``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+from pathlib import Path
+
+from stable_baselines3.common.vec_env import VecNormalize
+
+from zoo.checks import read_json
+from zoo.errors import ZooError
+from zoo.folders import write_atomically
+from zoo.normalization import VecNormalizeStats
+from zoo.runs import PICKLED_VEC_NORMALIZE, VEC_NORMALIZE_JSON, save_stats
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def convert(pickled: Path) -> Path:
+    """Write ``vec_normalize.json`` beside ``pickled``, check that it reads back as the same statistics, and delete
+    the pickle; return the JSON file."""
+    with pickled.open("rb") as file:
+        vec_normalize = pickle.load(file)  # what VecNormalize.load does, without an env to attach
+    if not isinstance(vec_normalize, VecNormalize):
+        raise ZooError(f"{pickled} holds a {type(vec_normalize).__name__}, not a VecNormalize")
+    target = pickled.with_name(VEC_NORMALIZE_JSON)
+    write_atomically(target, lambda path: save_stats(vec_normalize, path), "statistics")
+    expected = VecNormalizeStats.from_vec_normalize(vec_normalize).to_json()
+    if VecNormalizeStats.from_json(read_json(target)).to_json() != expected:
+        raise ZooError(f"{target} does not read back as the statistics of {pickled}; the pickle is kept")
+    pickled.unlink()
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folders", nargs="*", type=Path, default=[RESULTS], help="folders searched recursively")
+    args = parser.parse_args(argv)
+    pickles = sorted(path for folder in args.folders for path in folder.rglob(PICKLED_VEC_NORMALIZE))
+    for pickled in pickles:
+        print(convert(pickled))
+    print(f"converted {len(pickles)} {PICKLED_VEC_NORMALIZE} to {VEC_NORMALIZE_JSON}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
