@@ -33,6 +33,7 @@ from zoo.algos import (
     NAMED_CLASSES,
     REINFORCE_ONLY_SCHEDULES,
     SCHEDULABLE,
+    SCHEDULE_PREFIX,
     constructor_keys,
     parse_schedule,
     resolve,
@@ -480,3 +481,31 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
             raise ZooError(f"--hyperparams takes key=value pairs, got {shown(item)}")
         overrides[key] = yaml_numbers(safe_yaml(text, f"--hyperparams {key}"))
     return overrides
+
+
+def config_difference(stored: Any, expected: dict[str, Any]) -> str:
+    """The first field where a run's stored configuration (its config.yml, a checkpoint's) differs from the
+    configuration asked for, in words."""
+    if not isinstance(stored, dict):
+        return "no readable config.yml"
+    for key in sorted(expected.keys() | stored.keys()):
+        if key == "hyperparams" and isinstance(stored.get(key), dict):
+            inner = config_difference(stored[key], expected.get(key) or {})
+            if inner:
+                return inner
+        elif not same_value(stored.get(key), expected.get(key)):
+            return f"{key} {stored.get(key)!r}, now {expected.get(key)!r}"
+    return ""
+
+
+def same_value(stored: Any, expected: Any) -> bool:
+    """Equal values, a schedule spelled two ways included: ``lin_5e-3`` and ``lin_0.005`` are one schedule."""
+    if stored == expected:
+        return True
+    schedules = [value for value in (stored, expected) if isinstance(value, str) and value.startswith(SCHEDULE_PREFIX)]
+    if len(schedules) < 2:
+        return False
+    try:
+        return float(stored.removeprefix(SCHEDULE_PREFIX)) == float(expected.removeprefix(SCHEDULE_PREFIX))
+    except ValueError:
+        return False

@@ -9,6 +9,7 @@ through :func:`measured_run`, so their numbers compare.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -59,11 +60,19 @@ def check_record(record: Any) -> dict[str, Any]:
 
 
 def measured_run(
-    config: RunConfig, seed: int, log_folder: str, command: str, after_eval: BaseCallback | None = None
+    config: RunConfig,
+    seed: int,
+    log_folder: str,
+    command: str,
+    after_eval: BaseCallback | None = None,
+    checkpoint_freq: int | None = None,
+    resume: Path | None = None,
 ) -> tuple[TrainResult, dict[str, Any]]:
-    """Train ``config`` as the benchmark measures it; ``after_eval`` sees each curve point (see :func:`train`).
+    """Train ``config`` as the benchmark measures it; ``after_eval`` sees each curve point, ``checkpoint_freq`` and
+    ``resume`` checkpoint it and go on from a checkpoint (see :func:`train`).
 
-    :return: the training result and the scores to record (final score, budget, wall-clock, curve, CPU).
+    :return: the training result and the scores to record (final score, budget, wall-clock, curve, CPU, and the
+        steps at which the run was resumed, if it was).
     """
     result = train(
         config,
@@ -76,6 +85,8 @@ def measured_run(
         verbose=0,
         command=command,
         after_eval=after_eval,
+        checkpoint_freq=checkpoint_freq,
+        resume=resume,
     )
     curve = np.load(result.run_dir / EVALUATIONS_FILE)
     return result, {
@@ -88,4 +99,5 @@ def measured_run(
         "curve_timesteps": curve["timesteps"].tolist(),
         "curve_mean_reward": curve["results"].mean(axis=1).tolist(),
         "cpu": cpu_model(),
+        "resumed_at": result.resumed_at,
     }
