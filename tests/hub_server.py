@@ -4,7 +4,8 @@ It answers the part of the Hub's HTTP API that ``huggingface_hub`` uses to creat
 (inline "regular" uploads: neither LFS nor Xet storage is offered) and download them:
 
 - ``POST /api/repos/create``
-- ``GET  /api/models/{org}/{name}[/revision/{rev}]``              (repo info with ``sha`` and ``siblings``)
+- ``GET  /api/models/{org}/{name}[/revision/{rev}]``              (repo info with ``sha`` and ``siblings``; with
+  ``blobs``, each sibling's ``size`` and ``blobId``)
 - ``GET  /api/models/{org}/{name}/tree/{rev}[/{path}]``           (``recursive``, ``expand`` accepted)
 - ``POST /api/models/{org}/{name}/preupload/{rev}``               (every file: ``uploadMode: regular``)
 - ``POST /api/models/{org}/{name}/commit/{rev}``                  (NDJSON: header, file, deletedFile, deletedFolder)
@@ -20,7 +21,9 @@ commit id is the sha1 of the commit's content. Every request body is read before
 a kept-alive connection stays usable.
 
 Test hooks: ``requests`` (every request as ``(method, path)``), ``commits(repo_id)``, ``fail_next(n, status)``
-(answer the next ``n`` requests with ``status``), ``files(repo_id)`` and ``read(repo_id, path)``.
+(answer the next ``n`` requests with ``status``), ``files(repo_id)``, ``read(repo_id, path)``, ``put(repo_id,
+files)`` (a commit made without HTTP, for files too large to send as inline JSON quickly) and
+``sent(repo_id, path)`` (the bytes of a file that downloads have been sent).
 
 :class:`SilentServer` is the opposite: a Hub that accepts every connection and never answers.
 """
@@ -121,6 +124,7 @@ class HubServer:
         self._repos: dict[str, Repo] = {}
         self._lock = threading.RLock()
         self._failures: list[int] = []
+        self._sent: dict[tuple[str, str], int] = {}
         self._connections: set[socket.socket] = set()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -182,6 +186,19 @@ class HubServer:
     def read(self, repo_id: str, path: str, revision: str = "main") -> bytes:
         return self._blob(self.files(repo_id, revision)[path])
 
+    def put(self, repo_id: str, files: dict[str, bytes], message: str = "put") -> Commit:
+        """Commit ``files`` to ``repo_id`` (created if new) on main, as an upload would."""
+        with self._lock:
+            repo = self._repos.get(repo_id) or self.create_repo(repo_id)
+            head = self._commit(repo, "main")
+            stored = {path: self._store(content) for path, content in files.items()}
+            return self._new_commit(repo, head.sha, message, {**head.files, **stored})
+
+    def sent(self, repo_id: str, path: str) -> int:
+        """How many bytes of ``path`` downloads of ``repo_id`` were sent, all revisions together."""
+        with self._lock:
+            return self._sent.get((repo_id, path), 0)
+
     def create_repo(self, repo_id: str, owner: str = "tester", private: bool = False) -> Repo:
         with self._lock:
             repo = Repo(repo_id=repo_id, private=private, owner=owner)
@@ -200,6 +217,9 @@ class HubServer:
 
     def _blob(self, sha: str) -> bytes:
         return (self.root / "blobs" / sha).read_bytes()
+
+    def _size(self, sha: str) -> int:
+        return (self.root / "blobs" / sha).stat().st_size
 
     def _new_commit(self, repo: Repo, parent: str | None, message: str, files: dict[str, str]) -> Commit:
         body = json.dumps(
@@ -290,10 +310,11 @@ class HubServer:
             if len(rest) >= 3 and rest[0] == "models":
                 repo = self._repo(rest[1], rest[2], user)
                 action, args = (rest[3] if len(rest) > 3 else None), rest[4:]
+                blobs = query.get("blobs", "False").lower() in ("1", "true")
                 if method == "GET" and action is None:
-                    return self._info(repo, "main")
+                    return self._info(repo, "main", blobs)
                 if method == "GET" and action == "revision" and len(args) == 1:
-                    return self._info(repo, unquote(args[0]))
+                    return self._info(repo, unquote(args[0]), blobs)
                 if method == "GET" and action == "tree" and args:
                     return self._tree(repo, unquote(args[0]), "/".join(unquote(p) for p in args[1:]), query)
                 if method == "POST" and action == "preupload" and len(args) == 1:
@@ -331,8 +352,13 @@ class HubServer:
             )
         return _json({"errors": [], "warnings": []})
 
-    def _info(self, repo: Repo, revision: str) -> tuple[int, dict[str, str], bytes]:
+    def _info(self, repo: Repo, revision: str, blobs: bool = False) -> tuple[int, dict[str, str], bytes]:
         commit = self._commit(repo, revision)
+        siblings: list[dict[str, Any]] = [{"rfilename": path} for path in sorted(commit.files)]
+        if blobs:
+            for sibling in siblings:
+                sha = commit.files[sibling["rfilename"]]
+                sibling.update(blobId=sha, size=self._size(sha))
         return _json(
             {
                 "_id": hashlib.sha1(repo.repo_id.encode()).hexdigest()[:24],
@@ -344,7 +370,7 @@ class HubServer:
                 "disabled": False,
                 "gated": False,
                 "tags": [],
-                "siblings": [{"rfilename": path} for path in sorted(commit.files)],
+                "siblings": siblings,
             }
         )
 
@@ -372,7 +398,7 @@ class HubServer:
                 if not recursive:
                     break
             else:
-                entries[file_path] = {"type": "file", "oid": sha, "size": len(self._blob(sha)), "path": file_path}
+                entries[file_path] = {"type": "file", "oid": sha, "size": self._size(sha), "path": file_path}
         if path and not entries:
             raise HubError(404, f"{path} does not exist on {revision}", "EntryNotFound", commit.sha)
         return _json(list(entries.values()))
@@ -459,6 +485,9 @@ class HubServer:
             start = int(requested.removeprefix("bytes=").removesuffix("-") or 0)
             status = 206
             response["Content-Range"] = f"bytes {start}-{len(content) - 1}/{len(content)}"
+        if method == "GET":
+            key = (repo.repo_id, path)
+            self._sent[key] = self._sent.get(key, 0) + len(content) - start
         return status, response, content[start:]
 
 

@@ -15,6 +15,7 @@ from huggingface_hub import CommitOperationAdd, HfApi, ModelCard, constants
 from sb3_reinforce import Reinforce
 from zoo.config import RunConfig
 from zoo.hub import PushResult, push_to_hub
+from zoo.hub.video import is_mujoco
 
 TOKEN = "hf_test_write_token"
 ENV_ID = "CartPole-v1"
@@ -43,6 +44,13 @@ def use_endpoint(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
     monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", url + "/{repo_id}/resolve/{revision}/{filename}")
 
 
+def skip_without_mujoco(env_id: str) -> None:
+    """Skip the calling test, saying why, when ``env_id`` is a MuJoCo task and the mujoco extra is not installed:
+    gymnasium registers those envs anyway, and fails with DependencyNotInstalled only when one is made."""
+    if is_mujoco(env_id):
+        pytest.importorskip("mujoco", reason="the mujoco extra is not installed")
+
+
 def repo(name: str) -> str:
     """A fresh repository id, so that tests do not depend on one another's pushes."""
     return f"tester/{name}-{uuid.uuid4().hex[:8]}"
@@ -61,15 +69,18 @@ def run_config(normalize: bool | dict[str, Any] = False) -> RunConfig:
     )
 
 
+def with_manifest(files: dict[str, bytes]) -> dict[str, bytes]:
+    """``files`` and a manifest.json that vouches for each of them."""
+    entries = {name: {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()} for name, data in files.items()}
+    document = {"format": "sb3-reinforce-agent/manifest", "format_version": 1, "files": entries}
+    return {**files, "manifest.json": json.dumps(document).encode()}
+
+
 def upload_agent(hub_url: str, repo_id: str, files: dict[str, bytes], *, manifest: bool = True) -> None:
     """A repository holding ``files`` in one commit, with a manifest.json that vouches for them unless told not to:
     what someone publishing a malicious or broken agent can do."""
     if manifest:
-        entries = {
-            name: {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()} for name, data in files.items()
-        }
-        document = {"format": "sb3-reinforce-agent/manifest", "format_version": 1, "files": entries}
-        files = {**files, "manifest.json": json.dumps(document).encode()}
+        files = with_manifest(files)
     api = HfApi(endpoint=hub_url, token=TOKEN)
     api.create_repo(repo_id, exist_ok=True)
     operations = [CommitOperationAdd(path_in_repo=name, path_or_fileobj=data) for name, data in files.items()]
@@ -97,6 +108,10 @@ def check_card(text: str, results: dict[str, Any], repo_id: str) -> None:
     card = ModelCard(text)
     data = card.data.to_dict()
     assert data["library_name"] == "stable-baselines3"
+    assert data["license"] == "mit"
+    assert "https://github.com/sb3-reinforce/sb3-reinforce" in card.text
+    assert "https://github.com/sb3-reinforce/sb3-reinforce/tree/main/docs" in card.text
+    assert 'pip install "sb3-reinforce[zoo] @ git+https://github.com/sb3-reinforce/sb3-reinforce"' in card.text
     assert {
         "reinforcement-learning",
         "stable-baselines3",

@@ -15,12 +15,12 @@ import pytest
 
 import zoo.hub as hub_package
 from tests.helpers import one_error_line
-from tests.hub.support import ENV_ID, PUSHED, check_card, repo
+from tests.hub.support import ENV_ID, PUSHED, ROOT, check_card, repo
 from tests.hub_server import HubServer
 from zoo.cli import COMMANDS
 from zoo.cli import main as cli
 from zoo.errors import ZooError
-from zoo.hub import package_agent
+from zoo.hub import load_from_hub, package_agent
 from zoo.hub.cli import enjoy_main, in_flags, push_all_main, push_main
 
 
@@ -61,6 +61,51 @@ def test_cli_push_and_enjoy(run_dir: Path, hub: HubServer, tmp_path: Path, capsy
     assert hub.requests == []
     assert "dry run: wrote" in capsys.readouterr().out
     assert {p.name for p in (tmp_path / "dry").iterdir()} == PUSHED
+
+
+def test_enjoy_plays_a_packaged_folder_as_its_card_says(
+    hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``enjoy --folder`` reads a packaged agent without the Hub, checked as a download is, and applies its
+    VecNormalize statistics: the Pendulum-v1 agent scores its card, not the -1,100 of raw observations."""
+    folder = ROOT / "hub_cards" / "Pendulum-v1"
+    results = json.loads((folder / "results.json").read_text())
+    episodes = ["--episodes", str(results["n_eval_episodes"]), "--seed", str(results["eval_seed"])]
+    hub.requests.clear()
+    assert enjoy_main(["--folder", str(folder), *episodes, "--device", "cpu"]) == 0
+    assert hub.requests == []
+    found = re.search(rf"^{re.escape(str(folder))} on Pendulum-v1: mean_reward (\S+) \+/- ", capsys.readouterr().out)
+    assert found is not None
+    assert abs(float(found.group(1)) - results["mean_reward"]) <= 2 * results["std_reward"]
+
+    edited = tmp_path / "edited"
+    shutil.copytree(folder, edited)
+    stats = json.loads((edited / "vec_normalize.json").read_text())
+    (edited / "vec_normalize.json").write_text(json.dumps({**stats, "clip_obs": 5.0}))
+    assert cli(["enjoy", "--folder", str(edited), "--episodes", "1"]) == 2
+    assert one_error_line(capsys).startswith(f"error: {edited}: vec_normalize.json is corrupt or was modified")
+    assert cli(["enjoy", "--folder", str(folder), "--repo-id", "tester/x"]) == 2
+    assert "argument --repo-id: not allowed with argument --folder" in capsys.readouterr().err
+    assert cli(["enjoy", "--folder", str(folder), "--revision", "main"]) == 2
+    assert one_error_line(capsys) == "error: --revision applies to --repo-id only; a --folder is read as it is"
+
+
+def test_a_bad_device_is_named_as_the_users_flag_before_any_download(
+    published: str, hub: HubServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before: the download went ahead, and the error blamed it ("config.json does not describe a valid reinforce
+    # model"). The bad value is the flag's.
+    hub.requests.clear()
+    folder = str(ROOT / "hub_cards" / ENV_ID)
+    for source in (["--repo-id", published], ["--folder", folder]):
+        assert cli(["enjoy", *source, "--device", "bogus"]) == 2
+        assert one_error_line(capsys) == (
+            "error: --device must be 'auto', 'cpu', 'cuda', 'cuda:N' or another torch device type, got 'bogus'"
+        )
+    assert hub.requests == []
+    with pytest.raises(ZooError, match=r"^device must be 'auto', 'cpu', .* got 'cuda:x'$"):
+        load_from_hub(published, device="cuda:x")
+    assert hub.requests == []
 
 
 def test_cli_help_states_defaults(capsys: pytest.CaptureFixture[str]) -> None:
@@ -123,7 +168,9 @@ def test_the_library_names_parameters_and_the_commands_name_flags(
     for module in ("card", "client", "layout", "package", "pull", "push", "video"):
         source = (Path(hub_package.__file__).parent / f"{module}.py").read_text()
         flags = re.findall(r"[\"' (]--[a-z][a-z-]+", source)
-        assert [flag for flag in flags if flag.strip("\"' (") not in ("--seed", "--algo", "--env")] == [], module
+        # zoo train's flags in a card's training command, pip's in its install lines
+        others = ("--seed", "--algo", "--env", "--index-url")
+        assert [flag for flag in flags if flag.strip("\"' (") not in others] == [], module
 
 
 def test_zoo_hub_exports_the_library_and_the_commands_live_in_its_cli() -> None:

@@ -8,7 +8,8 @@ import socket
 from pathlib import Path
 
 import pytest
-from huggingface_hub import HfApi, get_session
+from huggingface_hub import HfApi, constants, get_session
+from huggingface_hub.errors import OfflineModeIsEnabled
 
 from sb3_reinforce import Reinforce
 from tests.hub.support import TOKEN, push, repo, upload_agent, use_endpoint
@@ -66,6 +67,18 @@ def test_unreachable_hub_is_retried_then_reported(
             load_from_hub("tester/anything", cache_dir=tmp_path / "empty-cache")
 
 
+def test_a_cached_agent_loads_while_the_hub_is_down(
+    published: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    revision = load_from_hub(published, device="cpu").revision
+    with socket.socket() as probe:  # a port where nothing listens
+        probe.bind(("127.0.0.1", 0))
+        use_endpoint(monkeypatch, f"http://127.0.0.1:{probe.getsockname()[1]}")
+    with caplog.at_level(logging.WARNING, logger="zoo.hub"):
+        assert load_from_hub(published, device="cpu").revision == revision  # the cache answers, without sizes
+    assert len([r for r in caplog.records if "retrying" in r.getMessage()]) == client.RETRY_ATTEMPTS - 1
+
+
 def test_transient_errors_are_retried(model: Reinforce, hub: HubServer) -> None:
     repo_id = repo("flaky")
     hub.fail_next(2, status=503)
@@ -118,6 +131,18 @@ def test_timeouts_go_through_the_client_factory(published: str, hub: HubServer) 
     with client.request_timeout(2.5), client.request_timeout(4.0):
         client._apply_timeout(request)
         assert request.extensions["timeout"] == {"connect": 4.0, "read": 4.0, "write": 4.0, "pool": 4.0}
+
+
+def test_the_zoos_client_keeps_huggingface_hubs_own_request_hook(
+    hub: HubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # client_factory starts from huggingface_hub's default client, which only a private module builds (2.x has no
+    # public one): its request hook is what refuses every request under HF_HUB_OFFLINE.
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    hub.requests.clear()
+    with client.client_factory() as http, pytest.raises(OfflineModeIsEnabled):
+        http.get(f"{hub.url}/api/whoami-v2")
+    assert hub.requests == []
 
 
 def test_a_local_os_error_is_one_line(published: str, tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +16,29 @@ import yaml
 from huggingface_hub import ModelCard
 
 from sb3_reinforce import Reinforce
-from tests.hub.support import PUSHED, ROOT, check_card, is_mp4, push, repo, run_config
+from tests.helpers import run_record
+from tests.hub.support import (
+    ENV_ID,
+    PUSHED,
+    ROOT,
+    check_card,
+    is_mp4,
+    push,
+    repo,
+    run_config,
+    skip_without_mujoco,
+)
 from tests.hub_server import HubServer
 from zoo.agent_format import load_agent
 from zoo.config import RunConfig, known_env_ids
 from zoo.errors import ZooError
-from zoo.hub import TEMPLATE_PATH, push_to_hub
+from zoo.evaluate import evaluate
+from zoo.hub import TEMPLATE_PATH, push_run, push_to_hub
 from zoo.hub import video as zoo_video
+from zoo.hub.card import CPU_TORCH, LICENSE, REPOSITORY_URL, install_command
 from zoo.hub.cli import enjoy_main
+
+PACKAGED = sorted(p for p in (ROOT / "hub_cards").iterdir() if p.is_dir())
 
 
 def test_card_template_is_reached_through_the_package() -> None:
@@ -51,10 +67,109 @@ def test_dry_run_writes_the_folder_and_makes_no_request(
     assert results["deterministic"] is True
     assert len(results["episode_rewards"]) == 10
     assert results["mean_reward"] == pytest.approx(np.mean(results["episode_rewards"]))
-    check_card((target / "README.md").read_text(), results, "tester/dry-run")
-    assert 1 <= is_mp4(target / "replay.mp4") <= 40
+    card = (target / "README.md").read_text()
+    check_card(card, results, "tester/dry-run")
+    # The card says which part of which episode the replay shows, from what was recorded: the first evaluation
+    # episode (same eval seed, same greedy policy), cut at video_length=40 frames, one a step.
+    replay = results["replay"]
+    assert replay == {"frames": is_mp4(target / "replay.mp4"), "episode_length": results["episode_lengths"][0]}
+    assert replay["frames"] == min(40, replay["episode_length"])
+    if replay["frames"] < replay["episode_length"]:
+        assert f"shows the first 40 of the {replay['episode_length']:,} steps of one deterministic episode" in card
+    else:
+        assert f"shows one whole deterministic episode ({replay['episode_length']:,} steps" in card
     assert yaml.safe_load((target / "config.yml").read_text()) == run_config().to_data(0)
     assert RunConfig.from_data(yaml.safe_load((target / "config.yml").read_text())) == run_config()
+
+
+def test_the_card_tells_a_whole_replay_from_a_cut_one(model: Reinforce, tmp_path: Path) -> None:
+    results = {}
+    for name, video_length in (("cut", 3), ("whole", 100_000)):
+        push(model, "tester/replay", dry_run_dir=tmp_path / name, video_length=video_length)
+        results[name] = json.loads((tmp_path / name / "results.json").read_text())
+    length = results["whole"]["episode_lengths"][0]
+    assert length > 3
+    assert results["cut"]["replay"] == {"frames": 3, "episode_length": length}
+    assert results["whole"]["replay"] == {"frames": length, "episode_length": length}
+    assert is_mp4(tmp_path / "whole" / "replay.mp4") == length
+    cut, whole = ((tmp_path / name / "README.md").read_text() for name in ("cut", "whole"))
+    assert f"[`replay.mp4`](replay.mp4) shows the first 3 of the {length:,} steps of one deterministic episode" in cut
+    assert f"[`replay.mp4`](replay.mp4) shows one whole deterministic episode ({length:,} steps, eval seed" in whole
+
+
+def benchmark_runs(model: Reinforce, root: Path, scores: dict[int, float], seed: int) -> Path:
+    """``root/runs/reinforce/CartPole-v1/seed<k>/`` as ``zoo benchmark`` leaves them: a result.json for each seed
+    of ``scores``, ``model`` with its config.yml in ``seed``'s folder, and a run still training beside them."""
+    runs = root / "runs" / "reinforce" / ENV_ID
+    for k, score in scores.items():
+        (runs / f"seed{k}").mkdir(parents=True)
+        record = {**run_record(seed=k), "mean_reward": score}
+        if k == seed:
+            record["n_timesteps"] = model.num_timesteps
+        (runs / f"seed{k}" / "result.json").write_text(json.dumps(record))
+    (runs / f"seed{max(scores) + 1}.partial").mkdir()
+    model.save(runs / f"seed{seed}" / f"{ENV_ID}.zip")
+    (runs / f"seed{seed}" / "config.yml").write_text(yaml.safe_dump(run_config().to_data(seed), sort_keys=False))
+    return runs / f"seed{seed}"
+
+
+@pytest.mark.parametrize(
+    ("scores", "seed", "says"),
+    [
+        (
+            {0: 100.0, 1: 150.0, 2: 120.0},
+            1,
+            "The agent is seed 1 of `python -m zoo benchmark`, where it scored 150.00 at the end of training: the "
+            "best of its 3 seeds. The benchmark's mean over the 3 seeds is 123.33 +/- 20.55",
+        ),
+        (
+            {0: 150.0, 1: 100.0, 2: 150.0},
+            1,
+            "The agent is seed 1 of `python -m zoo benchmark`, where it scored 100.00 at the end of training, one of "
+            "3 seeds, the best of which (seed 0) scored 150.00. The benchmark's mean over the 3 seeds is "
+            "133.33 +/- 23.57",
+        ),
+        (
+            {0: 42.0},
+            0,
+            "The agent is seed 0 of `python -m zoo benchmark`, where it scored 42.00 at the end of training: the "
+            "only seed the benchmark has finished.",
+        ),
+    ],
+    ids=["best", "not-best", "one-seed"],
+)
+def test_a_benchmark_run_gets_its_seeds_on_the_card(
+    model: Reinforce, tmp_path: Path, scores: dict[int, float], seed: int, says: str
+) -> None:
+    run = benchmark_runs(model, tmp_path, scores, seed)
+    result = push_run(run, ENV_ID, "tester/bench", dry_run_dir=tmp_path / "out", record_video=False)
+    assert result.warnings == []
+    benchmark = result.results["benchmark"]
+    assert benchmark == {"seed": seed, "scores": [{"seed": k, "mean_reward": v} for k, v in sorted(scores.items())]}
+    card = " ".join((tmp_path / "out" / "README.md").read_text().split())
+    assert says in card
+
+
+def test_a_card_leaves_out_a_benchmark_that_is_not_its_models(model: Reinforce, tmp_path: Path) -> None:
+    run = benchmark_runs(model, tmp_path, {0: 100.0, 1: 150.0}, 1)
+    record = json.loads((run / "result.json").read_text())
+    (run / "result.json").write_text(json.dumps({**record, "n_timesteps": model.num_timesteps + 1}))
+    result = push_run(run, ENV_ID, "tester/bench", dry_run_dir=tmp_path / "out", record_video=False)
+    assert result.warnings == [
+        f"{run / 'result.json'} records a run of {model.num_timesteps + 1:,} steps, the model took "
+        f"{model.num_timesteps:,}: the card leaves the benchmark out"
+    ]
+    assert "benchmark" not in result.results
+    assert "zoo benchmark" not in (tmp_path / "out" / "README.md").read_text()
+
+
+def test_the_cards_install_lines_are_the_readmes(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert CPU_TORCH in readme.splitlines()
+    assert f"git clone {REPOSITORY_URL} " in readme
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"].lower() == LICENSE
+    assert install_command("CartPole-v1") == f'pip install "sb3-reinforce[zoo] @ git+{REPOSITORY_URL}"'
+    assert install_command("Hopper-v5") == f'pip install "sb3-reinforce[zoo,mujoco] @ git+{REPOSITORY_URL}"'
 
 
 @pytest.mark.parametrize("failure", ["no ffmpeg", "encoder error"])
@@ -105,11 +220,10 @@ def test_every_zoo_env_has_a_packaged_agent() -> None:
     assert packaged == set(known_env_ids("reinforce"))
 
 
-@pytest.mark.parametrize(
-    "folder", sorted(p for p in (ROOT / "hub_cards").iterdir() if p.is_dir()), ids=lambda p: p.name
-)
+@pytest.mark.parametrize("folder", PACKAGED, ids=lambda p: p.name)
 def test_packaged_zoo_agents_match_the_zoo_and_their_cards(folder: Path) -> None:
     env_id = folder.name
+    skip_without_mujoco(env_id)
     run = yaml.safe_load((folder / "config.yml").read_text())
     # The card is a record of the run it packages: its config builds, for this env. It need not be today's entry
     # (benchmarks/release_check.py compares them before a release).
@@ -128,3 +242,35 @@ def test_packaged_zoo_agents_match_the_zoo_and_their_cards(folder: Path) -> None
     assert model.observation_space == env.observation_space
     assert model.action_space == env.action_space
     assert (stats is not None) == bool(run["normalize"])
+    assert card.data.license == "mit"
+    assert install_command(env_id) in card.text
+    assert results["replay"]["frames"] == is_mp4(folder / "replay.mp4")
+    assert "[`replay.mp4`](replay.mp4) shows " in card.text
+
+
+@pytest.mark.parametrize("folder", PACKAGED, ids=lambda p: p.name)
+def test_packaged_zips_load_without_a_warning(folder: Path) -> None:
+    # Before, the CartPole-v1 zip, saved by a Reinforce that had one optimizer for the policy and the critic, made
+    # SB3 warn of "a DQN model saved with SB3 < 2.4.0" and drop its optimizer state.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        Reinforce.load(folder / f"reinforce-{folder.name}.zip", device="cpu")
+    assert [str(warning.message) for warning in caught] == []
+
+
+@pytest.mark.parametrize("folder", PACKAGED, ids=lambda p: p.name)
+def test_packaged_zoo_agents_score_what_their_cards_say(folder: Path) -> None:
+    """A downloaded agent must score what its card says: `zoo evaluate` on the folder (rebuilt without pickle, seen
+    through its VecNormalize statistics), with the episodes and eval seed that results.json records, lands within
+    the spread of the card's own episodes. On raw observations, every agent that normalizes falls outside it."""
+    env_id = folder.name
+    skip_without_mujoco(env_id)
+    results = json.loads((folder / "results.json").read_text())
+    mean, _, lengths = evaluate(
+        folder, env_id, results["n_eval_episodes"], deterministic=results["deterministic"], seed=results["eval_seed"]
+    )
+    assert len(lengths) == results["n_eval_episodes"]
+    # Same seed, same greedy policy: it should repeat the card's episodes; the bound leaves room for another
+    # platform's floating point, and 1% for cards whose episodes all scored the same.
+    card = results["mean_reward"]
+    assert abs(mean - card) <= max(2 * results["std_reward"], 0.01 * abs(card)), f"{mean:.2f} against {card:.2f}"

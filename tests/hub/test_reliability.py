@@ -26,7 +26,17 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_reinforce import Reinforce
 from tests.helpers import one_error_line
-from tests.hub.support import ENV_ID, ROOT, TOKEN, push, repo, run_config, upload_agent, use_endpoint
+from tests.hub.support import (
+    ENV_ID,
+    ROOT,
+    TOKEN,
+    push,
+    repo,
+    run_config,
+    upload_agent,
+    use_endpoint,
+    with_manifest,
+)
 from tests.hub_server import HubServer, SilentServer
 from zoo.cli import main as cli
 from zoo.errors import ZooError
@@ -347,6 +357,56 @@ def test_sizes_are_checked_before_anything_big_is_allocated(
     assert int(grown_kb) < 100_000  # less than 100 MB, where the network alone takes 537 MB
 
 
+BIG = 100 << 20  # 100 MB
+
+
+def oversized(files: dict[str, bytes], case: str) -> dict[str, bytes]:
+    """The agent's files with one too large for what it is, and a manifest that vouches for all of them."""
+    if case == "manifest":  # past the 64 MB a JSON file of an agent may take
+        return {**with_manifest(files), "manifest.json": b" " * ((64 << 20) + 1)}
+    config = json.loads(files["config.json"])
+    if case == "weights-and-records":  # config.json records the size too: its tensors still take 38 kB
+        config["weights"]["size"] = BIG
+    return with_manifest({**files, "config.json": json.dumps(config).encode(), "model.safetensors": bytes(BIG)})
+
+
+@pytest.mark.parametrize(
+    ("case", "big_file", "message"),
+    [
+        (
+            "weights",
+            "model.safetensors",
+            rf"model\.safetensors is corrupt or was modified: {BIG:,} bytes on the Hub, but config\.json records "
+            r"\d[\d,]* \(refused before downloading it\)",
+        ),
+        (
+            "weights-and-records",
+            "model.safetensors",
+            rf"model\.safetensors is {BIG:,} bytes on the Hub, more than the \d[\d,]* bytes a safetensors file of the "
+            r"tensors config\.json describes takes \(refused before downloading it\)",
+        ),
+        (
+            "manifest",
+            "manifest.json",
+            r"manifest\.json is 67,108,865 bytes on the Hub, more than the 67,108,864 bytes its reader accepts "
+            r"\(refused before downloading it\)",
+        ),
+    ],
+)
+def test_a_file_too_large_for_what_it_is_is_refused_before_it_is_downloaded(
+    agent_files: dict[str, bytes], hub: HubServer, case: str, big_file: str, message: str
+) -> None:
+    """Before, a 100 MB weights file where config.json records (and its tensors take) 38 kB, or a manifest.json
+    over the 64 MB limit of JSON, was downloaded in full and only then refused: now the size the Hub reports is
+    checked first, and not a byte of the file is sent."""
+    repo_id = repo(f"big-{case}")
+    hub.put(repo_id, oversized(agent_files, case))
+    with pytest.raises(ZooError, match=rf"^{repo_id}@[0-9a-f]{{12}}: {message}$") as error:
+        load_from_hub(repo_id, device="cpu")
+    assert "\n" not in str(error.value)
+    assert hub.sent(repo_id, big_file) == 0
+
+
 def test_allow_pickle_opens_only_a_file_of_the_snapshot(
     agent_files: dict[str, bytes], model: Reinforce, hub: HubServer, hub_env: Path, tmp_path: Path
 ) -> None:
@@ -456,8 +516,27 @@ def test_the_served_agent_loads_when_left_alone(agent_files: dict[str, bytes], h
         (lambda results: results["episode_lengths"].pop(), "episode_lengths is not"),
         (lambda results: results.update(episode_rewards="high"), "episode_rewards is not"),
         (lambda results: results.clear(), "env_id None"),
+        (lambda results: results.update(replay={"frames": 9, "episode_length": 3}), "replay .* 1 <= frames <="),
+        (
+            lambda results: results.update(benchmark={"seed": 2, "scores": [{"seed": 0, "mean_reward": 1.0}]}),
+            "benchmark.seed 2 is not one of the seeds it scores",
+        ),
+        (
+            lambda results: results.update(benchmark={"seed": 0, "scores": [{"seed": 0, "mean_reward": "high"}]}),
+            "benchmark.scores holds .*'high'.*, not a seed and its finite mean_reward",
+        ),
     ],
-    ids=["inflated-mean", "nan-mean", "other-env", "short-lengths", "not-a-list", "empty"],
+    ids=[
+        "inflated-mean",
+        "nan-mean",
+        "other-env",
+        "short-lengths",
+        "not-a-list",
+        "empty",
+        "replay-longer-than-episode",
+        "benchmark-of-another-seed",
+        "benchmark-score",
+    ],
 )
 def test_a_results_json_that_is_not_its_agents_evaluation_is_refused(
     agent_files: dict[str, bytes], hub: HubServer, edit: Any, message: str

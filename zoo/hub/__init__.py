@@ -4,7 +4,8 @@ A push evaluates the agent, records a replay, renders the model card from ``hub_
 one folder (:mod:`zoo.hub.layout`) with its ``manifest.json`` in ONE commit; the files an earlier push listed in
 its manifest that this one no longer has are deleted in the same commit, and nothing else.
 :func:`load_from_hub` downloads through the Hugging Face cache, checks every file it reads against the manifest
-and rebuilds the model without unpickling anything unless asked to.
+and rebuilds the model without unpickling anything unless asked to; :func:`load_from_folder` does the same for a
+local folder of those files (``hub_cards/<env id>/``).
 
 Data flows one way: :mod:`~zoo.hub.card` and :mod:`~zoo.hub.video` render files, :mod:`~zoo.hub.package` builds
 the folder, :mod:`~zoo.hub.client` (the only user of the Hub's API) uploads and downloads, :mod:`~zoo.hub.push`
@@ -20,7 +21,7 @@ into place when complete.
 from zoo.errors import ZooError
 from zoo.hub.card import TEMPLATE_PATH, format_metric, render_card
 from zoo.hub.package import verify_package
-from zoo.hub.pull import HubAgent, choose_env_kwargs, load_from_hub
+from zoo.hub.pull import HubAgent, choose_env_kwargs, load_from_folder, load_from_hub
 from zoo.hub.push import PushResult, package_agent, push_folder, push_run, push_to_hub
 from zoo.hub.video import record_replay
 
@@ -31,6 +32,7 @@ __all__ = [
     "ZooError",
     "choose_env_kwargs",
     "format_metric",
+    "load_from_folder",
     "load_from_hub",
     "package_agent",
     "push_folder",

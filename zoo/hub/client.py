@@ -1,4 +1,4 @@
-"""The zoo's only user of the Hub's API: repo-id checks, token, one-commit upload, download, and errors.
+"""The zoo's only user of the Hub's API: repo-id checks, token, one-commit upload, file sizes, download, and errors.
 
 Errors a user can cause (unknown repo, revision or file, no or rejected token, the Hub out of reach after a few
 retries) become :class:`zoo.errors.ZooError` with one line. The endpoint and the cache are huggingface_hub's
@@ -12,6 +12,10 @@ huggingface_hub's supported hook for this: :func:`huggingface_hub.set_client_fac
 huggingface_hub's default client with one more request hook, which sets the timeout of each request while a zoo
 operation runs and does nothing otherwise; it is installed on the first operation, not on import. A Hub that
 accepts the connection and never answers is thus an error after the retries, not a hang.
+
+A download is pinned to one commit, so that files fetched one after the other belong to the same push, and the
+Hub's metadata gives each file's size before any byte of it is fetched (:func:`snapshot_info`), so that the caller
+can refuse a file too large for what it is (:func:`zoo.hub.pull.load_from_hub`).
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from huggingface_hub import (
     CommitOperationAdd,
     CommitOperationDelete,
     HfApi,
+    ModelInfo,
+    ResolvedRevision,
     constants,
     get_token,
     hf_hub_download,
@@ -44,13 +50,14 @@ from huggingface_hub.errors import (
     RemoteEntryNotFoundError,
     RepositoryNotFoundError,
     RevisionNotFoundError,
+    RevisionResolutionError,
 )
 from huggingface_hub.utils import HFValidationError, validate_repo_id
-from huggingface_hub.utils._http import default_client_factory
 
 from zoo.checks import is_number, read_json, shown
 from zoo.errors import ZooError, first_line
 from zoo.hub.layout import MANIFEST_FILE, parse_manifest
+from zoo.parsers import HUB_TIMEOUT_S
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +71,7 @@ TRANSIENT_STATUS = {408, 429, 500, 502, 503, 504}
 # accepts connections and never answers costs RETRY_ATTEMPTS * 8 s plus the backoffs (1 + 2 s): 27 s in all, near
 # huggingface_hub's own 10 s a request. The limit is between two reads or writes, not on a whole transfer, so a
 # slow but working Hub only needs to answer within it; a caller's ``timeout`` raises it.
-DEFAULT_TIMEOUT_S = 8.0
+DEFAULT_TIMEOUT_S = HUB_TIMEOUT_S
 
 # The errors of a request that got no answer: the transport's (httpx2, the library of the client that
 # huggingface_hub's client factory returns) and the operating system's network errors. The first tuple is retried,
@@ -104,6 +111,12 @@ def _apply_timeout(request: httpx2.Request) -> None:
 def client_factory() -> httpx2.Client:
     """The HTTP client huggingface_hub shares between its calls once the zoo ran an operation: its default client
     (offline mode, request ids, redirects) with :func:`_apply_timeout` added before anyone uses it."""
+    # huggingface_hub 2.x has no public way to build its default client: set_client_factory replaces the whole
+    # factory, and the default one (whose request hook enforces HF_HUB_OFFLINE and adds request ids) lives in a
+    # private module. Building a client by hand would lose that hook in silence, so the private factory is used,
+    # here only; tests/hub/test_client.py checks that the client it gives still refuses requests when offline.
+    from huggingface_hub.utils._http import default_client_factory
+
     client = default_client_factory()
     hooks = client.event_hooks
     client.event_hooks = {**hooks, "request": [*hooks.get("request", []), _apply_timeout]}
@@ -171,8 +184,9 @@ def _is_transient(error: BaseException) -> bool:
     if isinstance(error, HfHubHTTPError):
         response = getattr(error, "response", None)
         return response is not None and response.status_code in TRANSIENT_STATUS
-    if isinstance(error, LocalEntryNotFoundError):
-        # snapshot_download reports "Hub unreachable and nothing cached" this way, the network error as cause.
+    if isinstance(error, (LocalEntryNotFoundError, RevisionResolutionError)):
+        # snapshot_download and resolve_revision report "Hub unreachable and nothing cached" this way, the network
+        # error as cause.
         return error.__cause__ is not None and _is_transient(error.__cause__)
     return isinstance(error, TRANSIENT_ERRORS)
 
@@ -240,7 +254,7 @@ def hub_errors(
         raise ZooError(f"{what}: revision {shown(revision)} not found in {repo_id}") from None
     except RemoteEntryNotFoundError as error:
         raise ZooError(f"{what}: file not found in {repo_id}: {first_line(error)}") from None
-    except (OfflineModeIsEnabled, LocalEntryNotFoundError) as error:
+    except (OfflineModeIsEnabled, LocalEntryNotFoundError, RevisionResolutionError) as error:
         if constants.is_offline_mode() or isinstance(error, OfflineModeIsEnabled):
             raise ZooError(
                 f"{what}: {repo_id}@{revision or 'main'} is not (completely) in the local cache {cache_dir} and "
@@ -366,30 +380,70 @@ def commit_folder(
     return sha, deleted, warnings
 
 
-def download(
+def snapshot_info(
     repo_id: str,
     revision: str | None,
-    patterns: list[str],
     *,
     cache_dir: str | Path | None,
     token: str | None,
     hub: str,
     timeout: float = DEFAULT_TIMEOUT_S,
-) -> Path:
-    """The snapshot folder of ``repo_id@revision`` (its files matching ``patterns``), through the HF cache."""
+) -> tuple[ResolvedRevision, dict[str, int | None] | None]:
+    """``revision`` (None: the default branch) of ``repo_id`` resolved to its commit, the mapping kept in the cache
+    so that every later download comes from that commit, and the size in bytes the Hub reports for each file of
+    that commit (None where it reports none). Offline, or with the Hub out of reach after the retries: the commit
+    the cache has for ``revision``, and no sizes (None), so that only the cache answers."""
     cache = str(cache_dir or constants.HF_HUB_CACHE)
     what = f"download {repo_id}"
+    api = HfApi(endpoint=hub, token=token)
+
+    def info(at: str | None) -> ModelInfo:
+        return retrying(lambda: api.model_info(repo_id, revision=at, files_metadata=True), what)
+
     with hub_errors(what, repo_id=repo_id, hub=hub, timeout=timeout, revision=revision, cache_dir=cache):
+        try:
+            found = info(revision)
+        except Exception as error:
+            if not (isinstance(error, OfflineModeIsEnabled) or _is_transient(error)):
+                raise
+            try:
+                resolved = api.resolve_revision(repo_id, revision=revision, cache_dir=cache, local_files_only=True)
+            except RevisionResolutionError as missing:
+                raise missing from error  # reported as the Hub out of reach, with nothing cached
+            return resolved, None
+        resolved = retrying(lambda: api.resolve_revision(repo_id, revision=revision, cache_dir=cache), what)
+        if resolved.resolved != found.sha:  # a push in between: the sizes must be those of the files downloaded
+            found = info(resolved.resolved)
+    return resolved, {sibling.rfilename: sibling.size for sibling in found.siblings or []}
+
+
+def download(
+    repo_id: str,
+    revision: ResolvedRevision,
+    names: list[str],
+    *,
+    cache_dir: str | Path | None,
+    token: str | None,
+    hub: str,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    local_only: bool = False,
+) -> Path:
+    """The snapshot folder of ``repo_id`` at ``revision`` (from :func:`snapshot_info`) holding those of ``names`` (file
+    names or patterns) that the repository has, through the HF cache; ``local_only``: from the cache alone."""
+    cache = str(cache_dir or constants.HF_HUB_CACHE)
+    what = f"download {repo_id}"
+    with hub_errors(what, repo_id=repo_id, hub=hub, timeout=timeout, revision=str(revision), cache_dir=cache):
         return Path(
             retrying(
                 lambda: snapshot_download(
                     repo_id,
                     revision=revision,
-                    allow_patterns=patterns,
+                    allow_patterns=names,
                     cache_dir=cache,
                     token=token,
                     endpoint=hub,
                     etag_timeout=timeout,
+                    local_files_only=local_only,
                 ),
                 what,
             )

@@ -5,7 +5,8 @@
 ``model.safetensors``       the policy's state_dict
 ``config.json``             everything needed to rebuild the model around those weights without pickle
 ``vec_normalize.json``      VecNormalize statistics, when the agent normalizes (also without pickle)
-``results.json``            the evaluation: mean/std reward, episodes, every episode's return and length
+``results.json``            the evaluation: mean/std reward, episodes, every episode's return and length; what
+                            the replay shows; the ``zoo benchmark`` seeds the agent is one of, when it is
 ``config.yml``              the run's resolved configuration (``RunConfig.to_data``)
 ``replay.mp4``              one deterministic episode (left out, with a warning, if recording fails)
 ``README.md``               the model card
@@ -21,11 +22,11 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from zoo.agent_format import CONFIG_JSON, VEC_NORMALIZE_JSON, WEIGHTS_FILE, write_json
+from zoo.agent_format import write_json
 from zoo.checks import (
     FILE_NAME,
     check_digest,
@@ -37,7 +38,7 @@ from zoo.checks import (
     shown,
 )
 from zoo.errors import ZooError
-from zoo.runs import CONFIG_YML, env_slug
+from zoo.runs import env_slug
 
 RESULTS_FILE = "results.json"
 VIDEO_FILE = "replay.mp4"
@@ -46,8 +47,8 @@ MANIFEST_FILE = "manifest.json"
 MANIFEST_FORMAT = "sb3-reinforce-agent/manifest"
 MANIFEST_VERSION = 1
 MAX_MANIFEST_FILES = 256
-# What a pull downloads without allow_pickle: everything but the zip (and the replay and card, which it does not use).
-DOWNLOAD_PATTERNS = [MANIFEST_FILE, CONFIG_JSON, WEIGHTS_FILE, VEC_NORMALIZE_JSON, RESULTS_FILE, CONFIG_YML]
+MAX_BENCHMARK_SEEDS = 1024
+MAX_STEPS = 2**40
 
 
 def write_manifest(folder: Path) -> dict[str, dict[str, Any]]:
@@ -123,4 +124,37 @@ def check_results(results: Any, env_id: str) -> dict[str, Any]:
             raise bad(f"{key} {shown(value)}, its episodes give {shown(expected)}")
     if not isinstance(results.get("deterministic"), bool):
         raise bad(f"deterministic {shown(results.get('deterministic'))}")
+    if "replay" in results:
+        _check_replay(results["replay"], bad)
+    if "benchmark" in results:
+        _check_benchmark(results["benchmark"], bad)
     return results
+
+
+def _check_replay(replay: Any, bad: Callable[[str], ZooError]) -> None:
+    """``replay``: the frames of replay.mp4, one a step from the episode's start, and the episode's length."""
+    frames, length = (replay.get(key) if isinstance(replay, dict) else None for key in ("frames", "episode_length"))
+    if not (is_integer(frames) and is_integer(length) and 1 <= frames <= length <= MAX_STEPS):
+        raise bad(f"replay {shown(replay)} is not frames and episode_length, 1 <= frames <= episode_length")
+
+
+def _check_benchmark(benchmark: Any, bad: Callable[[str], ZooError]) -> None:
+    """``benchmark``: the agent's ``zoo benchmark`` seed, and every seed's final score (the agent's among them)."""
+    scores = benchmark.get("scores") if isinstance(benchmark, dict) else None
+    if not (isinstance(scores, list) and 1 <= len(scores) <= MAX_BENCHMARK_SEEDS):
+        raise bad(f"benchmark.scores is not a list of 1 to {MAX_BENCHMARK_SEEDS} seeds' scores")
+    seeds = []
+    for entry in scores:
+        if not (
+            isinstance(entry, dict)
+            and is_integer(entry.get("seed"))
+            and entry["seed"] >= 0
+            and is_number(entry.get("mean_reward"))
+        ):
+            raise bad(f"benchmark.scores holds {shown(entry)}, not a seed and its finite mean_reward")
+        seeds.append(entry["seed"])
+    if len(set(seeds)) != len(seeds):
+        raise bad(f"benchmark.scores lists a seed twice: {shown(seeds)}")
+    seed = benchmark.get("seed")
+    if not (is_integer(seed) and seed in seeds):
+        raise bad(f"benchmark.seed {shown(seed)} is not one of the seeds it scores")

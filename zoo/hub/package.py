@@ -45,11 +45,9 @@ from zoo.hub.layout import (
 )
 from zoo.hub.video import record_replay
 from zoo.normalization import VecNormalizeStats
-from zoo.runs import CONFIG_YML, VEC_NORMALIZE_PKL
+from zoo.runs import CONFIG_YML
 
 logger = logging.getLogger(__name__)
-
-MIN_EVAL_EPISODES = 10
 
 
 def run_config_of(
@@ -117,14 +115,16 @@ def build_package(
     record_video: bool,
     video_length: int | None,
     template_path: Path | None,
+    benchmark: dict[str, Any] | None = None,
 ) -> list[str]:
     """Write every file of a push of ``model`` (trained as ``config`` says) into the empty ``folder``; return
-    warnings (a replay that failed)."""
+    warnings (a replay that failed). ``benchmark``: the ``zoo benchmark`` seeds the model is one of, for results.json
+    and the card (:func:`zoo.hub.push.benchmark_of`)."""
     env_id = config.env_id
     if config.normalize and stats is None:
         raise ZooError(
             f"{env_id}: the config normalizes observations/rewards (normalize: {shown(config.normalize)}) but "
-            f"no VecNormalize statistics were given ({VEC_NORMALIZE_PKL} beside the model)"
+            "no statistics were given as vec_normalize"
         )
     env_kwargs = dict(env_kwargs if env_kwargs is not None else config.env_kwargs)
     algo = algo_name(model)
@@ -149,6 +149,7 @@ def build_package(
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "episode_rewards": rewards,
         "episode_lengths": lengths,
+        **({"benchmark": benchmark} if benchmark is not None else {}),
     }
 
     zip_path = folder / f"{repo_name(algo, env_id)}.zip"
@@ -168,19 +169,20 @@ def build_package(
         extra=extra,
     )
     _check_round_trip(folder, model)
-    write_json(folder / RESULTS_FILE, results)
     (folder / CONFIG_YML).write_text(yaml.safe_dump(config.to_data(seed), sort_keys=False), encoding="utf-8")
 
     warnings: list[str] = []
     if record_video:
         try:
-            record_replay(
+            replay = record_replay(
                 model, env_id, env_kwargs, stats, folder / VIDEO_FILE, max_frames=video_length, seed=eval_seed
             )
+            results["replay"] = replay._asdict()  # the card says which part of which episode it shows
         except Exception as error:  # the video is a nicety: any failure costs it, never the push
             message = f"no {VIDEO_FILE}: recording the replay failed ({first_line(error)})"
             logger.warning(message)
             warnings.append(message)
+    write_json(folder / RESULTS_FILE, results)
     (folder / CARD_FILE).write_text(render_card(folder, repo_id, template_path), encoding="utf-8")
     write_manifest(folder)
     return warnings

@@ -10,6 +10,7 @@ manifest.json. It refuses the run folder of the model it packages, and any folde
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from zoo.agent_format import read_config
 from zoo.algos import algo_name
+from zoo.benchmark import read_record
 from zoo.checks import read_json
 from zoo.config import RunConfig
 from zoo.errors import ZooError
@@ -36,12 +38,15 @@ from zoo.hub.layout import (
     repo_name,
     write_manifest,
 )
-from zoo.hub.package import MIN_EVAL_EPISODES, build_package, inventory, run_config_of, verify_package
+from zoo.hub.package import build_package, inventory, run_config_of, verify_package
 from zoo.normalization import VecNormalizeStats
-from zoo.runs import load_run
+from zoo.parsers import MIN_EVAL_EPISODES
+from zoo.runs import RESULT_FILE, Run, load_run
 
 PLACEHOLDER_ORG = "ORG"
 STAGING_PREFIX = "zoo-hub-"
+# A benchmark run's folder, as zoo.benchmark names it; seed<k>.partial is a run still training.
+SEED_FOLDER = re.compile(r"seed[0-9]+")
 
 
 @dataclass
@@ -162,6 +167,7 @@ def push_to_hub(
     force: bool = False,
     timeout: float | None = None,
     run_dir: Path | None = None,
+    benchmark: dict[str, Any] | None = None,
 ) -> PushResult:
     """Evaluate ``model`` on ``env_id``, package it (:mod:`zoo.hub.layout`) and upload it to ``repo_id`` in one
     commit; with ``dry_run_dir``, write the folder that would be uploaded there instead and touch no network.
@@ -176,6 +182,8 @@ def push_to_hub(
     :param train_command: the exact ``python -m zoo train ...`` command (command.txt); rebuilt when None.
     :param record_video: record ``replay.mp4`` (a failure only costs the video, with a warning).
     :param video_length: most frames in ``replay.mp4``; None: 1,000, or 200 for MuJoCo envs (rendered in software).
+    :param benchmark: the ``zoo benchmark`` seeds the model is one of (:func:`benchmark_of`), kept in results.json
+        and shown on the card.
     """
     client.check_repo_id(repo_id)
     seconds = client.check_timeout(timeout)
@@ -203,6 +211,7 @@ def push_to_hub(
             record_video=record_video,
             video_length=video_length,
             template_path=template_path,
+            benchmark=benchmark,
         )
         return _deliver(
             folder,
@@ -256,12 +265,35 @@ def push_folder(
         )
 
 
+def benchmark_of(run: Run) -> tuple[dict[str, Any] | None, list[str]]:
+    """The ``zoo benchmark`` seeds ``run`` is one of, when its folder is a benchmark run's
+    (``runs/<algo>/<env>/seed<k>/`` with its result.json): its seed and the final score of every finished seed, read
+    from the result.json of each seed folder beside it. None when it is not a benchmark run, and when its
+    result.json records another number of steps than the model took (with a warning): the card then leaves the
+    benchmark out rather than attribute its scores to another model."""
+    folder = run.model_path.parent
+    if not (SEED_FOLDER.fullmatch(folder.name) and (folder / RESULT_FILE).is_file()):
+        return None, []
+    record = read_record(folder)
+    if record["n_timesteps"] != run.model.num_timesteps:
+        return None, [
+            f"{folder / RESULT_FILE} records a run of {record['n_timesteps']:,} steps, the model took "
+            f"{run.model.num_timesteps:,}: the card leaves the benchmark out"
+        ]
+    seeds = [p for p in folder.parent.iterdir() if SEED_FOLDER.fullmatch(p.name) and (p / RESULT_FILE).is_file()]
+    records = sorted(map(read_record, seeds), key=lambda other: int(other["seed"]))
+    scores = [{"seed": other["seed"], "mean_reward": other["mean_reward"]} for other in records]
+    return {"seed": record["seed"], "scores": scores}, []
+
+
 def push_run(path: str | Path, env_id: str, repo_id: str | None, **options: Any) -> PushResult:
     """:func:`push_to_hub` for a model written by ``zoo train`` (the zip or its run folder), with what its run
-    folder holds: config.yml, vecnormalize.pkl and command.txt. ``repo_id`` None: ``ORG/<algo>-<env>``."""
+    folder holds: config.yml, vec_normalize.json and command.txt, and, for a ``zoo benchmark`` run, the scores of
+    its seeds (:func:`benchmark_of`). ``repo_id`` None: ``ORG/<algo>-<env>``."""
     run = load_run(path, env_id)
     name = repo_id or f"{PLACEHOLDER_ORG}/{repo_name(algo_name(run.model), env_id)}"
-    return push_to_hub(
+    benchmark, warnings = benchmark_of(run)
+    result = push_to_hub(
         run.model,
         env_id,
         name,
@@ -269,8 +301,11 @@ def push_run(path: str | Path, env_id: str, repo_id: str | None, **options: Any)
         vec_normalize=run.stats,
         train_command=run.command,
         run_dir=run.model_path.parent,
+        benchmark=benchmark,
         **options,
     )
+    result.warnings[:0] = warnings
+    return result
 
 
 def package_agent(

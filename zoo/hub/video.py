@@ -1,11 +1,11 @@
-"""The replay of a packaged agent: one deterministic episode as an H.264 MP4."""
+"""The replay of a packaged agent: one deterministic episode, or its first steps, as an H.264 MP4."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -14,11 +14,8 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from zoo.evaluate import DEFAULT_EVAL_SEED, make_eval_env
 from zoo.normalization import VecNormalizeStats
+from zoo.parsers import DEFAULT_VIDEO_LENGTH, MUJOCO_VIDEO_LENGTH
 
-DEFAULT_VIDEO_LENGTH = 1000
-# MuJoCo renders in software off-screen (0.15-0.3 s a frame on 2 cores): a full 1,000-step episode would take
-# minutes to record. Its replays keep the first 200 frames at 240x240 (about 10 s of video, 30 s to record).
-MUJOCO_VIDEO_LENGTH = 200
 MUJOCO_FRAME_SIZE = {"width": 240, "height": 240}
 # The locomotion tasks: their default camera does not keep up with a good agent, which runs out of the picture.
 # They film from the model's own "track" camera, which follows the body's centre of mass.
@@ -69,17 +66,42 @@ def write_video(frames: Iterable[np.ndarray], path: Path, fps: float) -> int:
     return count
 
 
-def _episode_frames(model: BaseAlgorithm, env: VecEnv, env_id: str, max_frames: int) -> Iterator[np.ndarray]:
-    observation = env.reset()
-    for _ in range(max_frames):
-        frame = env.get_images()[0]
-        if frame is None or np.asarray(frame).ndim != 3:
-            raise RuntimeError(f"{env_id} rendered {type(frame).__name__} instead of an RGB frame")
-        yield np.asarray(frame, dtype=np.uint8)
-        action, _ = model.predict(observation, deterministic=True)  # type: ignore[arg-type]
-        observation, _, dones, _ = env.step(action)
-        if dones[0]:
-            return
+class _Episode:
+    """One deterministic episode of ``model`` in ``env`` (one env), stepped from its reset to its end."""
+
+    def __init__(self, model: BaseAlgorithm, env: VecEnv, env_id: str) -> None:
+        self.model, self.env, self.env_id = model, env, env_id
+        self.observation = env.reset()
+        self.steps = 0
+        self.done = False
+
+    def step(self) -> None:
+        action, _ = self.model.predict(self.observation, deterministic=True)  # type: ignore[arg-type]
+        self.observation, _, dones, _ = self.env.step(action)
+        self.steps += 1
+        self.done = bool(dones[0])
+
+    def frames(self, max_frames: int) -> Iterator[np.ndarray]:
+        """The frame before each step, for the first ``max_frames`` steps or, if shorter, the whole episode."""
+        while not self.done and self.steps < max_frames:
+            frame = self.env.get_images()[0]
+            if frame is None or np.asarray(frame).ndim != 3:
+                raise RuntimeError(f"{self.env_id} rendered {type(frame).__name__} instead of an RGB frame")
+            yield np.asarray(frame, dtype=np.uint8)
+            self.step()
+
+    def length(self) -> int:
+        """The episode's length in steps, after playing the rest of it unfilmed."""
+        while not self.done:
+            self.step()
+        return self.steps
+
+
+class Replay(NamedTuple):
+    """What ``replay.mp4`` shows: its first ``frames`` steps of an episode of ``episode_length`` steps."""
+
+    frames: int
+    episode_length: int
 
 
 def record_replay(
@@ -91,9 +113,10 @@ def record_replay(
     *,
     max_frames: int | None = None,
     seed: int = DEFAULT_EVAL_SEED,
-) -> int:
-    """Write one deterministic episode (at most ``max_frames`` frames; None: :func:`default_video_length`) to
-    ``path`` as H.264 MP4; return the frame count. Raises on any failure, leaving no file at ``path``."""
+) -> Replay:
+    """Write one deterministic episode (at most ``max_frames`` frames, one a step; None:
+    :func:`default_video_length`) to ``path`` as H.264 MP4; return how many frames it holds and how many steps the
+    whole episode took (the rest is played unfilmed). Raises on any failure, leaving no file at ``path``."""
     partial = path.with_name(f".{path.name}.partial.mp4")
     # Off-screen frames need no display; without this, pygame-based envs probe for one and print an "error" line.
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
@@ -108,9 +131,9 @@ def record_replay(
     env = make_eval_env(model, env_id, env_kwargs, stats, seed=seed, render_mode="rgb_array")
     try:
         metadata: dict[str, Any] = dict(env.metadata)
-        count = write_video(
-            _episode_frames(model, env, env_id, max_frames), partial, float(metadata.get("render_fps") or 30)
-        )
+        episode = _Episode(model, env, env_id)
+        count = write_video(episode.frames(max_frames), partial, float(metadata.get("render_fps") or 30))
+        length = episode.length()
         with partial.open("rb") as file:
             header = file.read(12)
         if header[4:8] != b"ftyp":
@@ -119,4 +142,4 @@ def record_replay(
     finally:
         env.close()
         partial.unlink(missing_ok=True)
-    return count
+    return Replay(count, length)
