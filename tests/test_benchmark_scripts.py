@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import importlib.util
 import json
 import sys
@@ -9,7 +10,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 import pytest
+import torch as th
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.running_mean_std import RunningMeanStd
+from stable_baselines3.common.vec_env import VecNormalize
+
+from sb3_reinforce import Reinforce
+from zoo.normalization import VecNormalizeStats
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -152,3 +161,110 @@ def test_release_check_reports_an_entry_that_no_longer_runs_tuning_md_s_records(
     after = release.tuning_problems()
     assert len(after) == len(commands) > len(before)
     assert all("no longer runs its recorded configuration" in problem for problem in set(after) - set(before))
+
+
+def test_convert_vecnormalize_keeps_the_statistics_without_the_pickle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    convert = load_script("convert_vecnormalize", monkeypatch)
+    env = VecNormalize(make_vec_env("Pendulum-v1", n_envs=2, seed=0), gamma=0.9, clip_obs=5.0)
+    env.reset()
+    for _ in range(20):
+        env.step(np.ones((2, 1), dtype=np.float32))
+    run = tmp_path / "runs" / "reinforce" / "Pendulum-v1" / "seed0"
+    run.mkdir(parents=True)
+    env.save(str(run / "vecnormalize.pkl"))
+
+    assert convert.main([str(tmp_path / "runs")]) == 0
+    assert [p.name for p in run.iterdir()] == ["vec_normalize.json"]
+    stats = VecNormalizeStats.from_json(json.loads((run / "vec_normalize.json").read_text()))
+    assert stats.settings() == {**VecNormalizeStats.from_vec_normalize(env).settings(), "gamma": 0.9, "clip_obs": 5.0}
+    assert isinstance(stats.obs_rms, RunningMeanStd)
+    for mine, theirs in ((stats.obs_rms, env.obs_rms), (stats.ret_rms, env.ret_rms)):
+        np.testing.assert_array_equal(mine.mean, theirs.mean)
+        np.testing.assert_array_equal(mine.var, theirs.var)
+        assert mine.count == theirs.count > 20
+    assert "converted 1 vecnormalize.pkl to vec_normalize.json" in capsys.readouterr().out
+    assert convert.main([str(tmp_path / "runs")]) == 0  # nothing left to convert
+    assert "converted 0 " in capsys.readouterr().out
+
+
+def test_gradient_variance_measures_every_baseline_and_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = load_script("gradient_variance", monkeypatch)
+    argv = ["--envs", "CartPole-v1", "--policies", "initial", "trained", "--batches", "3", "--warmup", "1"]
+    argv += ["--directions", "2", "--out", str(tmp_path)]
+
+    assert module.main(argv) == 0
+    assert capsys.readouterr().out.count("measured in") == 2
+    table = (tmp_path / "gradient_variance.md").read_text()
+    assert "Reproduce: `python benchmarks/gradient_variance.py --envs CartPole-v1 --policies initial trained " in table
+    with open(tmp_path / "gradient_variance.csv", newline="") as handle:
+        rows = {(row["policy"], row["regime"], row["variant"]): row for row in csv.DictReader(handle)}
+    names = ["none", "mean", "value", "value lambda=1", "loo", "loo G2", "loo G4", "loo G8", "grpo G4", "grpo G8"]
+    policies, regimes = ("initial", "trained"), ("raw", "normalized")
+    assert set(rows) == {(policy, regime, name) for policy in policies for regime in regimes for name in names}
+    for policy in ("initial", "trained"):
+        assert float(rows[policy, "raw", "mean"]["ratio_to_mean"]) == 1.0
+        # Standardizing removes the batch mean, so none and mean take one gradient on the same batches.
+        none, mean = rows[policy, "normalized", "none"], rows[policy, "normalized", "mean"]
+        assert float(none["variance"]) == pytest.approx(float(mean["variance"]), rel=1e-6)
+    # The initial policy's episodes differ in length: loo has returns to compare, so its gradient is not 0.
+    assert rows["initial", "raw", "loo"]["all_zero"] == "False"
+    assert float(rows["initial", "raw", "loo"]["variance"]) > 0
+
+    assert module.main(argv) == 0  # resumed: nothing measured again
+    assert "measured in" not in capsys.readouterr().out
+
+    # A record of another packaged agent (the card was repackaged since) is measured again, alone.
+    trained = next((tmp_path / "gradient_variance").glob("CartPole-v1_trained_*.json"))
+    record = json.loads(trained.read_text())
+    assert record["agent_sha256"] == rows["trained", "raw", "mean"]["agent_sha256"] != ""
+    trained.write_text(json.dumps({**record, "agent_sha256": "0" * 64}))
+    assert module.main(argv) == 0
+    assert capsys.readouterr().out.count("measured in") == 1
+
+
+@pytest.mark.parametrize(("baseline", "normalize"), [("mean", True), ("loo", False), ("value", False)])
+def test_gradient_variance_takes_the_gradient_that_training_steps_along(
+    baseline: str, normalize: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = load_script("gradient_variance", monkeypatch)
+    model = Reinforce(
+        "MlpPolicy", make_vec_env("CartPole-v1", n_envs=2, seed=0), n_episodes=4, baseline=baseline,
+        normalize_advantage=normalize, max_grad_norm=None, seed=0, device="cpu", policy_kwargs={"net_arch": [8]},
+    )  # fmt: skip
+    module.collect(model)
+    batch = module.read_batch(model)
+    if baseline == "value":
+        advantages = module.value_advantages(model, batch)[0]
+    else:
+        advantages = module.critic_free_advantages(model, baseline, batch.mask)
+    actor = module.actor_parameters(model)
+    expected = module.gradient(batch, advantages, normalize, actor)
+
+    model.train()  # the policy step leaves the gradient of its loss, -(A * log pi).mean(), on the actor
+    trained = th.cat([-parameter.grad.reshape(-1) for parameter in actor]).double().numpy()
+    np.testing.assert_allclose(expected, trained, rtol=1e-5, atol=1e-8)
+    assert np.abs(expected).max() > 0
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--n-episodes", "6"], "--n-episodes must be >= 2 and a multiple of every group size"),
+        (["--batches", "1"], "--batches must be >= 2"),
+        (["--envs", "NoSuchEnv-v0"], "unknown env id"),
+        (["--early-fraction", "1.5"], "--early-fraction must be in"),
+    ],
+)
+def test_gradient_variance_refuses_bad_settings_before_any_work(
+    flags: list[str], message: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = load_script("gradient_variance", monkeypatch)
+    monkeypatch.setattr(module, "measure", None)  # never reached
+    with pytest.raises(SystemExit) as raised:
+        module.main(flags)
+    assert raised.value.code == 2
+    assert message in capsys.readouterr().err
