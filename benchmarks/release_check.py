@@ -30,7 +30,7 @@ from optuna.trial import TrialState
 from sb3_reinforce import Reinforce
 from zoo.algos import constructor_keys
 from zoo.config import get_config, yaml_numbers
-from zoo.tune.cli import build_parser
+from zoo.parsers import tune_parser
 from zoo.tune.objective import CONFIG_ATTR, SCORES_ATTR
 from zoo.tune.space import with_overrides
 from zoo.tune.storage import JOURNAL_FILE
@@ -111,7 +111,7 @@ def tuning_problems() -> list[str]:
     defaults = record_defaults()
     problems = []
     for argv in tuning_md_commands():
-        args = build_parser().parse_args(argv)
+        args = tune_parser().parse_args(argv)
         base = get_config("reinforce", args.env, {} if args.n_timesteps is None else {"n_timesteps": args.n_timesteps})
         ran = with_overrides(base, yaml_numbers(yaml.safe_load(args.enqueue[0]))).to_data()
         recorded = recorded_config(args)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import signal
 import subprocess
 import sys
@@ -22,13 +21,15 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
-from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+from stable_baselines3.common.running_mean_std import RunningMeanStd
+from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_reinforce import Reinforce
 from tests.envs import NeverEndingEnv, ScriptedEnv
 from tests.helpers import assert_unchanged, one_error_line, policy_state
 from zoo.benchmark import Task
 from zoo.cli import main as cli
+from zoo.normalization import VecNormalizeStats
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {"net_arch": [4]}
@@ -243,17 +244,22 @@ def test_a_save_that_hits_a_file_size_limit_keeps_the_previous_model(tmp_path: P
     Reinforce.load(path)
 
 
-def test_train_under_a_file_size_limit_leaves_no_truncated_model(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("checkpoints", "first_write"), [("0", "best model"), ("100", "checkpoint")])
+def test_train_under_a_file_size_limit_leaves_no_truncated_model(
+    tmp_path: Path, checkpoints: str, first_write: str
+) -> None:
     """A real `zoo train` whose model does not fit the size limit (disk full, quota): before, SB3's save left a
-    truncated best_model.zip that no longer loaded, a traceback, and the stub run folder."""
+    truncated best_model.zip that no longer loaded, a traceback, and the stub run folder. With checkpoints, the
+    first write is a checkpoint's: torch's zip writer reported the limit as a RuntimeError."""
     logs = tmp_path / "logs"
     script = FILE_SIZE_LIMIT + "from zoo.cli import main\nsys.exit(main(sys.argv[2:]))\n"
     argv = ["train", *QUICK, "--n-timesteps", "400", "--eval-freq", "200", "--log-folder", str(logs)]
+    argv += ["--checkpoint-freq", checkpoints]
     # The default (64, 64) networks and their optimizers make a zip of about 100 kB; the logs stay far below.
     done = run_python(script, str(32 * 1024), *argv, "--hyperparams", "n_envs=2", "n_episodes=2")
     assert done.returncode == 2, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
-    assert "could not write the best model" in done.stderr
+    assert f"could not write the {first_write}" in done.stderr
     assert "File too large; nothing was written there" in done.stderr
     assert not list(logs.rglob("*.zip"))
     assert run_folders(logs) == []  # no model was saved: the run folder goes too
@@ -359,13 +365,12 @@ def test_ctrl_c_during_train_saves_the_final_model_and_statistics(tmp_path: Path
         ) from None
     assert child.returncode == 130, err[-2000:]
     assert "Traceback" not in err
-    model_path, stats_path = run / "Pendulum-v1.zip", run / "vecnormalize.pkl"
+    model_path, stats_path = run / "Pendulum-v1.zip", run / "vec_normalize.json"
     assert f"saved {model_path}, {stats_path}" in err
     model = Reinforce.load(model_path)
     assert model.num_timesteps > 0
-    with stats_path.open("rb") as file:
-        stats = pickle.load(file)
-    assert isinstance(stats, VecNormalize)
+    stats = VecNormalizeStats.from_json(json.loads(stats_path.read_text()))
+    assert isinstance(stats.obs_rms, RunningMeanStd)
     assert stats.obs_rms.count > 1
     assert not [p.name for p in run.iterdir() if ".tmp-" in p.name]
 

@@ -252,19 +252,26 @@ def test_a_journal_trial_of_another_host_is_handed_on_once_its_heartbeat_is_stal
     now = time.time()
     stale = running_trial(study, "elsewhere:4242", started=now - 600, heartbeat=now - 60)
     fresh = running_trial(study, "elsewhere:4243", started=now - 600, heartbeat=now - 5)
-    running_trial(study, "elsewhere:4244", started=now - 600, heartbeat=None)  # a worker that sends none
+    # A worker that died before its first beat is judged by the trial's start (before, it was never handed on).
+    silent = running_trial(study, "elsewhere:4244", started=now - 600, heartbeat=None)
+    starting = running_trial(study, "elsewhere:4246", started=now - 5, heartbeat=None)  # its first beat is due
     restarted = running_trial(study, "elsewhere:4245", started=now - 5, heartbeat=now - 600)  # a retry's old beat
-    assert hand_on_orphans(study, storage, grace_period=30) == [stale]
+    assert hand_on_orphans(study, storage, grace_period=30) == [stale, silent]
     trials = study.get_trials()
-    assert trials[fresh].state == trials[restarted].state == TrialState.RUNNING
+    assert trials[fresh].state == trials[restarted].state == trials[starting].state == TrialState.RUNNING
     assert trials[stale].state == TrialState.FAIL
     assert re.fullmatch(
         r"its worker elsewhere:4242 sent no heartbeat for 6\d s \(the limit is 30 s\)",
         trials[stale].user_attrs[FAIL_REASON_ATTR],
     )
-    retry = trials[-1]
+    assert re.fullmatch(
+        r"its worker elsewhere:4244 sent no heartbeat in the 60\d s since the trial started \(the limit is 30 s\)",
+        trials[silent].user_attrs[FAIL_REASON_ATTR],
+    )
+    retries = {trial.system_attrs["failed_trial"]: trial for trial in trials if "failed_trial" in trial.system_attrs}
+    assert sorted(retries) == [stale, silent]
+    retry = retries[stale]
     assert retry.state == TrialState.WAITING
-    assert retry.system_attrs["failed_trial"] == stale
     assert HEARTBEAT_ATTR not in retry.system_attrs  # nothing of the dead worker's passes the retry off as its trial
     assert WORKER_ATTR not in retry.user_attrs
     assert hand_on_orphans(study, storage, grace_period=30) == []

@@ -11,6 +11,7 @@ import yaml
 pytest.importorskip("rl_zoo3", reason="the rl-zoo3 extra is not installed")
 
 import optuna
+import torch as th
 from stable_baselines3.common.utils import LinearSchedule
 
 from sb3_reinforce import Reinforce
@@ -87,3 +88,46 @@ def test_a_non_finite_trial_is_pruned_not_fatal() -> None:
 def test_an_unknown_command_is_one_line_and_status_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["push_to_hub"]) == 2
     assert "usage: python -m zoo.rl_zoo3 {train,enjoy,record_video}" in capsys.readouterr().err
+
+
+def test_another_algorithm_keeps_rl_zoo3s_own_hyperparameters(in_tmp: Path) -> None:
+    argv = ["train", "--algo", "a2c", "--env", "CartPole-v1", "-n", "200", "-f", "logs", "--eval-freq", "-1"]
+    assert main(argv) == 0
+    saved = yaml.load(
+        (in_tmp / "logs" / "a2c" / "CartPole-v1_1" / "CartPole-v1" / "config.yml").read_text(), Loader=yaml.UnsafeLoader
+    )
+    assert "n_episodes" not in dict(saved)  # Reinforce's entry was not handed to A2C
+    assert dict(saved)["ent_coef"] == 0.0  # rl-baselines3-zoo's A2C entry for CartPole-v1
+
+
+def test_zoo_schedules_and_class_names_are_converted_from_a_conf_file_and_the_command_line(in_tmp: Path) -> None:
+    conf = in_tmp / "mine.yml"
+    conf.write_text(
+        "CartPole-v1:\n  n_envs: 2\n  n_timesteps: 200\n  policy: MlpPolicy\n  n_episodes: 2\n"
+        "  vf_learning_rate: lin_1e-3\n  policy_kwargs: {activation_fn: relu, net_arch: [16]}\n"
+    )
+    argv = ["train", "--algo", "reinforce", "--env", "CartPole-v1", "-f", "logs", "--eval-freq", "-1"]
+    assert main([*argv, "--conf-file", str(conf), "--hyperparams", "ent_coef:'lin_0.01'"]) == 0
+    model = Reinforce.load(in_tmp / "logs" / "reinforce" / "CartPole-v1_1" / "CartPole-v1.zip", device="cpu")
+    assert isinstance(model.ent_coef, LinearSchedule)
+    assert model.ent_coef(1.0) == pytest.approx(0.01)
+    assert model.policy_kwargs["activation_fn"] is th.nn.ReLU
+
+
+def test_a_bad_class_name_in_a_conf_file_is_one_line(in_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    conf = in_tmp / "mine.yml"
+    conf.write_text("CartPole-v1:\n  n_timesteps: 200\n  policy: MlpPolicy\n  policy_kwargs: {activation_fn: swish}\n")
+    argv = ["train", "--algo", "reinforce", "--env", "CartPole-v1", "-f", "logs", "--conf-file", str(conf)]
+    assert main(argv) == 2
+    assert "error: policy_kwargs: activation_fn must be one of tanh, relu" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("env_flag", [["--env", "MountainCar-v0"], ["--env=Taxi-v3"]])
+def test_optimize_outside_the_zoo_is_one_line(
+    in_tmp: Path, capsys: pytest.CaptureFixture[str], env_flag: list[str]
+) -> None:
+    assert main(["train", "--algo", "reinforce", *env_flag, "-optimize", "--n-trials", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "has no entry for" in err
+    assert "CartPole-v1" in err

@@ -4,20 +4,26 @@ Each finished (algorithm, env, seed) run is saved under ``OUT/runs/<algo>/<env>/
 final model with its config.yml and VecNormalize statistics) and skipped on the next invocation, so a long table
 is completed across sessions. A run is reused only if its config.yml is the configuration this invocation would
 train (the budget of ``--n-timesteps`` included); a run of another configuration is refused rather than mixed
-into the table, and a corrupt or half-written result.json is reported and measured again. The table is rebuilt
-from the runs of the invocation: ``OUT/benchmark.md``, ``OUT/benchmark.csv`` and one learning-curve plot per env
-in ``OUT/plots/``. OUT is ``benchmarks/results/zoo`` unless ``--out`` names another folder: measured results stay
-outside the package.
+into the table, and a corrupt or half-written result.json is reported and measured again. A run trains in
+``seed<k>.partial/`` beside its folder, with a checkpoint every 100,000 steps or a tenth of a smaller budget
+(:mod:`zoo.checkpoints`): one that is cut off goes on from its last checkpoint at the next invocation (a checkpoint
+of another configuration is refused too; one that cannot be read is reported and the run starts over), and the
+partial folder is removed once the run is finished. The table is rebuilt
+from the runs of the invocation: ``OUT/benchmark.md``, ``OUT/benchmark.csv``, one learning-curve plot per env and
+a performance profile of the MuJoCo tasks in ``OUT/plots/``. OUT is ``benchmarks/results/zoo`` unless ``--out``
+names another folder: measured results stay outside the package.
 
 What is measured: each run trains with the zoo's hyperparameters, evaluates every ``n_timesteps / 20`` steps on
 5 deterministic episodes (the learning curve), and at the end on 20 deterministic episodes (the final score).
-The table reports, across seeds, the mean +/- std and the interquartile mean of the per-seed final scores, and
-the mean training wall-clock per seed (evaluations excluded).
+The table reports, across seeds, the mean +/- std and the interquartile mean (IQM) of the per-seed final scores,
+the IQM with its 95% stratified-bootstrap interval, and the mean training wall-clock per seed (evaluations
+excluded). Across the MuJoCo tasks that several algorithms have run it adds the IQM of the scores normalized per
+task (0: a random policy, 1: the best algorithm's mean), the probability that a run of Reinforce ends above a run
+of each baseline, and their intervals (``zoo.statistics``).
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import multiprocessing
@@ -27,18 +33,21 @@ import shutil
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from zoo.algos import ALGOS
+from zoo.checkpoints import checkpointed_runs, default_interval, exclusive, find_resumable, read_checkpoint
 from zoo.checks import shown
 from zoo.config import (
     check_budget_flag,
     check_env_id,
+    config_difference,
     get_config,
     known_env_ids,
     load_file,
@@ -48,12 +57,22 @@ from zoo.config import (
 from zoo.errors import ZooError, first_line
 from zoo.folders import make_folder, move_into_place, write_atomically
 from zoo.measure import FINAL_EVAL_EPISODES, check_record, measured_run
-from zoo.runs import CONFIG_YML, RESULT_FILE, VEC_NORMALIZE_PKL
+from zoo.parsers import DEFAULT_OUT, QUICK_TIMESTEPS, benchmark_parser
+from zoo.runs import CONFIG_YML, RESULT_FILE, VEC_NORMALIZE_JSON
+from zoo.statistics import (
+    BOOTSTRAP_REPS,
+    BOOTSTRAP_SEED,
+    F64,
+    Interval,
+    curve_band,
+    improvement_interval,
+    iqm_interval,
+    normalized,
+    performance_profile,
+    probability_of_improvement,
+)
 
 QUICK_ENVS = ["CartPole-v1"]
-QUICK_TIMESTEPS = 20_000
-# The measured results live beside the other benchmark results, outside the package.
-DEFAULT_OUT = "benchmarks/results/zoo"
 
 
 @dataclass(frozen=True)
@@ -70,6 +89,11 @@ class Task:
     def folder(self) -> Path:
         return Path(self.out) / "runs" / self.algo / self.env_id / f"seed{self.seed}"
 
+    @property
+    def partial(self) -> Path:
+        """Where the run trains, checkpoints included, until it is finished and moved to :attr:`folder`."""
+        return self.folder.with_name(f"{self.folder.name}.partial")
+
     def overrides(self) -> dict[str, Any]:
         budget = {} if self.n_timesteps is None else {"n_timesteps": self.n_timesteps}
         return {**dict(self.hyperparams), **budget}
@@ -79,18 +103,32 @@ class Task:
         return get_config(self.algo, self.env_id, self.overrides()).to_data(self.seed)
 
 
-def train_to_staging(task: Task, scratch: Path) -> tuple[dict[str, Any], Path]:
-    """Train and evaluate one (algo, env, seed) in ``scratch``; return its record and the folder of its files."""
+def train_to_staging(task: Task, folder: Path) -> tuple[dict[str, Any], Path]:
+    """Train and evaluate one (algo, env, seed) in ``folder``, checkpointed (:mod:`zoo.checkpoints`); return its
+    record and the folder of its files.
+
+    A run that was cut off left its checkpoint in ``folder``: the run goes on from there. A checkpoint that cannot
+    be read is reported in one line (:func:`zoo.checkpoints.find_resumable`) and the run starts over, ``folder``
+    emptied first; one of another configuration is refused by :func:`plan` before any run starts.
+    """
     import torch as th
 
     th.set_num_threads(1)
     config = get_config(task.algo, task.env_id, task.overrides())
     command = f"python -m zoo benchmark --envs {task.env_id}" + hyperparams_flag(task.hyperparams)
-    result, scores = measured_run(config, task.seed, str(scratch), command)
+    resume = find_resumable(folder, task.algo, task.env_id, config.to_data(task.seed))
+    if resume is None:
+        for stale in folder.iterdir():
+            if stale.is_dir():
+                shutil.rmtree(stale)
+            else:
+                stale.unlink()
+    every = default_interval(config.n_timesteps)
+    result, scores = measured_run(config, task.seed, str(folder), command, checkpoint_freq=every, resume=resume)
     record = check_record({"algo": task.algo, "env_id": task.env_id, "seed": task.seed, **scores})
-    staging = scratch / "staging"
+    staging = folder / "staging"
     staging.mkdir()
-    for name in (result.model_path.name, CONFIG_YML, VEC_NORMALIZE_PKL):
+    for name in (result.model_path.name, CONFIG_YML, VEC_NORMALIZE_JSON):
         if (result.run_dir / name).exists():
             shutil.copy2(result.run_dir / name, staging / name)
     (staging / RESULT_FILE).write_text(json.dumps(record, indent=1))
@@ -98,11 +136,14 @@ def train_to_staging(task: Task, scratch: Path) -> tuple[dict[str, Any], Path]:
 
 
 def run_task(task: Task) -> dict[str, Any]:
-    """One run in a local worker process, its folder written atomically."""
-    with tempfile.TemporaryDirectory() as scratch:
-        record, staging = train_to_staging(task, Path(scratch))
-        # Moved into place only when complete, so an interrupted run is redone rather than half-counted.
+    """One run in a local worker process: trained in ``task.partial``, which keeps its checkpoints across a cut, and
+    held there by this process alone; its folder is then written atomically and the partial one removed."""
+    partial = make_folder(task.partial, "a run's folder")
+    with exclusive(partial):
+        record, staging = train_to_staging(task, partial)
+        # Moved into place only when complete, so an interrupted run is resumed rather than half-counted.
         move_into_place(staging, task.folder)
+    shutil.rmtree(partial, ignore_errors=True)
     return record
 
 
@@ -113,13 +154,6 @@ def hyperparams_flag(hyperparams: tuple[tuple[str, Any], ...]) -> str:
     # JSON is YAML, so each value reads back as it was parsed; strings such as lin_3e-3 stay bare.
     pairs = (f"{key}={value if isinstance(value, str) else json.dumps(value)}" for key, value in hyperparams)
     return " --hyperparams " + " ".join(shlex.quote(pair) for pair in pairs)
-
-
-def interquartile_mean(values: list[float]) -> float:
-    ordered = np.sort(np.asarray(values, dtype=np.float64))
-    n = len(ordered)
-    cut = n // 4
-    return float(ordered[cut : n - cut].mean())
 
 
 def read_record(folder: Path) -> dict[str, Any]:
@@ -150,17 +184,22 @@ def stored_config(folder: Path) -> Any:
         return None
 
 
-def config_difference(stored: Any, expected: dict[str, Any]) -> str:
-    """The first field where a run's config.yml differs from the configuration asked for, in words."""
-    if not isinstance(stored, dict):
-        return "no readable config.yml"
-    for key in sorted(expected.keys() | stored.keys()):
-        if key == "hyperparams" and isinstance(stored.get(key), dict):
-            inner = config_difference(stored[key], expected.get(key) or {})
-            if inner:
-                return inner
-        elif stored.get(key) != expected.get(key):
-            return f"{key} {stored.get(key)!r}, now {expected.get(key)!r}"
+def check_run_folders(tasks: list[Task]) -> None:
+    """A ZooError, before anything trains, where a folder that runs go into is a file."""
+    for task in tasks:
+        for folder in (task.folder.parents[2], task.folder.parent.parent, task.folder.parent, task.folder):
+            if folder.exists() and not folder.is_dir():
+                raise ZooError(f"{folder} is a file, where the benchmark keeps a folder of runs: move it away")
+
+
+def checkpoint_difference(task: Task) -> str:
+    """How the checkpoint that an interrupted run left in ``task.partial`` differs from the task's configuration, in
+    words: "" when it does not, or when there is none that can be read (the run then starts over)."""
+    for run_dir in checkpointed_runs(task.partial, task.algo, task.env_id):
+        try:
+            return config_difference(read_checkpoint(run_dir).config, task.config_data())
+        except ZooError:
+            return ""
     return ""
 
 
@@ -168,8 +207,10 @@ def plan(tasks: list[Task]) -> tuple[list[Task], list[dict[str, Any]]]:
     """The tasks still to run and the records to reuse.
 
     A corrupt result.json is reported and its run measured again; a finished run of another configuration
-    (config.yml differs, e.g. another ``--n-timesteps``) is refused, all of them named in one ZooError.
+    (config.yml differs, e.g. another ``--n-timesteps``), or an interrupted one whose checkpoint is of another, is
+    refused, all of them named in one ZooError.
     """
+    check_run_folders(tasks)
     todo: list[Task] = []
     records: list[dict[str, Any]] = []
     mismatched: list[str] = []
@@ -188,9 +229,14 @@ def plan(tasks: list[Task]) -> tuple[list[Task], list[dict[str, Any]]]:
             mismatched.append(f"{task.folder} ({difference})")
         else:
             records.append(record)
-    if mismatched:
+            # Left by a cut between moving the finished run into place and removing its partial folder.
+            shutil.rmtree(task.partial, ignore_errors=True)
+    interrupted = [f"{task.partial} ({difference})" for task in todo if (difference := checkpoint_difference(task))]
+    if mismatched or interrupted:
+        counts = [f"{len(mismatched)} finished runs were measured"] if mismatched else []
+        counts += [f"{len(interrupted)} interrupted runs were checkpointed"] if interrupted else []
         raise ZooError(
-            f"{len(mismatched)} finished runs were measured with another configuration, e.g. {mismatched[0]}; "
+            f"{' and '.join(counts)} with another configuration, e.g. {[*mismatched, *interrupted][0]}; "
             "pass another --out, or remove those runs to measure them again"
         )
     return todo, records
@@ -203,6 +249,7 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for (env_id, algo), runs in sorted(groups.items()):
         scores = [run["mean_reward"] for run in runs]
+        iqm = iqm_interval([scores])
         rows.append(
             {
                 "env": env_id,
@@ -211,12 +258,171 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "seeds": len(runs),
                 "mean": float(np.mean(scores)),
                 "std": float(np.std(scores)),
-                "iqm": interquartile_mean(scores),
+                "iqm": iqm.point,
+                "iqm_low": iqm.low,
+                "iqm_high": iqm.high,
                 "train_seconds": float(np.mean([run["train_seconds"] for run in runs])),
                 "train_cpu_seconds": float(np.mean([run["train_cpu_seconds"] for run in runs])),
             }
         )
     return rows
+
+
+# Where gymnasium registers the MuJoCo tasks: the suite of the aggregates.
+MUJOCO_ENTRY_POINT = "gymnasium.envs.mujoco"
+# The algorithm whose probability of improvement over each of the others the suite reports.
+REFERENCE_ALGO = "reinforce"
+PROFILE_PLOT = "mujoco_performance_profile.png"
+
+
+def is_mujoco(env_id: str) -> bool:
+    return str(gym.spec(env_id).entry_point).startswith(MUJOCO_ENTRY_POINT)
+
+
+def random_policy_score(env_id: str, episodes: int = FINAL_EVAL_EPISODES) -> float:
+    """The mean return of uniformly random actions over ``episodes`` episodes, the env and the action space seeded
+    0, 1, ...: the 0 of a task's normalized scores."""
+    env = gym.make(env_id)
+    returns = []
+    try:
+        for seed in range(episodes):
+            env.reset(seed=seed)
+            env.action_space.seed(seed)
+            total, done = 0.0, False
+            while not done:
+                _, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+                total += float(reward)
+                done = terminated or truncated
+            returns.append(total)
+    finally:
+        env.close()
+    return float(np.mean(returns))
+
+
+@dataclass(frozen=True)
+class Improvement:
+    """``P(x > y)`` over the tasks where both have runs, and its value on each of them."""
+
+    x: str
+    y: str
+    tasks: list[str]
+    interval: Interval
+    per_task: list[float]
+
+
+@dataclass(frozen=True)
+class Suite:
+    """The MuJoCo tasks' final scores, normalized per task, and their aggregates across tasks.
+
+    A run's normalized score on a task is 0 at a uniformly random policy's mean return and 1 at the best
+    algorithm's mean there. It needs no published reference score, of which the v5 tasks have none, and a
+    negative return (Reacher's) stays in order. The IQM and the profile pool the normalized runs of the tasks
+    where every algorithm has runs, so each algorithm is aggregated over the same tasks and the same scale.
+    """
+
+    tasks: list[str]
+    # Tasks of every algorithm where no algorithm's mean beats a random policy: no scale to normalize by.
+    left_out: list[str]
+    floors: dict[str, float]
+    ceilings: dict[str, tuple[str, float]]
+    normalized: dict[str, list[F64]]
+    iqm: dict[str, Interval]
+    improvements: list[Improvement]
+
+
+def final_scores(records: list[dict[str, Any]]) -> dict[str, dict[str, F64]]:
+    """The per-seed final scores by algorithm, then env."""
+    scores: dict[str, dict[str, list[float]]] = {}
+    for record in records:
+        scores.setdefault(record["algo"], {}).setdefault(record["env_id"], []).append(record["mean_reward"])
+    return {algo: {env: np.asarray(runs) for env, runs in envs.items()} for algo, envs in scores.items()}
+
+
+def compare_suite(records: list[dict[str, Any]]) -> Suite | None:
+    """The aggregates across the MuJoCo tasks, or None if no two algorithms have runs on a common one."""
+    scores = final_scores([record for record in records if is_mujoco(record["env_id"])])
+    improvements = []
+    for other in sorted(algo for algo in scores if algo != REFERENCE_ALGO):
+        shared = sorted(scores.get(REFERENCE_ALGO, {}).keys() & scores[other].keys())
+        if shared:
+            x, y = [scores[REFERENCE_ALGO][task] for task in shared], [scores[other][task] for task in shared]
+            per_task = [probability_of_improvement([a], [b]) for a, b in zip(x, y, strict=True)]
+            improvements.append(Improvement(REFERENCE_ALGO, other, shared, improvement_interval(x, y), per_task))
+    common = sorted(set.intersection(*(set(envs) for envs in scores.values()))) if len(scores) > 1 else []
+    if not improvements and not common:
+        return None
+    floors = {task: random_policy_score(task) for task in common}
+    ceilings = {
+        task: max(((algo, float(envs[task].mean())) for algo, envs in scores.items()), key=lambda best: best[1])
+        for task in common
+    }
+    tasks = [task for task in common if ceilings[task][1] > floors[task]]
+    normalized_runs = {
+        algo: [normalized(envs[task], floors[task], ceilings[task][1]) for task in tasks]
+        for algo, envs in scores.items()
+    }
+    iqm = {algo: iqm_interval(runs) for algo, runs in normalized_runs.items()} if tasks else {}
+    left_out = [task for task in common if task not in tasks]
+    return Suite(tasks, left_out, floors, ceilings, normalized_runs, iqm, improvements)
+
+
+def interval_text(interval: Interval, digits: int) -> str:
+    return f"{interval.point:.{digits}f} [{interval.low:.{digits}f}, {interval.high:.{digits}f}]"
+
+
+def suite_lines(suite: Suite) -> list[str]:
+    """The section of ``benchmark.md`` across the MuJoCo suite."""
+    lines = ["", "## Across the MuJoCo suite", ""]
+    if suite.tasks:
+        lines += [
+            "Normalized score of a run: 0 at the mean return of uniformly random actions on that task "
+            f"({FINAL_EVAL_EPISODES} episodes, seeds 0-{FINAL_EVAL_EPISODES - 1}, measured when this table is "
+            "written), 1 at the best algorithm's mean there. The IQM pools the normalized runs of the tasks where "
+            f"every algorithm has runs ({', '.join(suite.tasks)}); a task with more seeds weighs more.",
+            "",
+            "| task | random policy | best mean |",
+            "|---|---:|---:|",
+        ]
+        lines += [
+            f"| {task} | {suite.floors[task]:.1f} | {suite.ceilings[task][1]:.1f} ({suite.ceilings[task][0]}) |"
+            for task in suite.tasks
+        ]
+        lines += [
+            "",
+            "| algorithm | runs | normalized IQM [95% CI] | normalized mean +/- std |",
+            "|---|---:|---:|---:|",
+        ]
+        for algo, runs in sorted(suite.normalized.items()):
+            pooled = np.concatenate(runs)
+            lines.append(
+                f"| {algo} | {len(pooled)} | {interval_text(suite.iqm[algo], 2)} "
+                f"| {pooled.mean():.2f} +/- {pooled.std():.2f} |"
+            )
+    if suite.left_out:
+        lines += ["", f"Left out: {', '.join(suite.left_out)} (no algorithm's mean beats a random policy there)."]
+    if suite.improvements:
+        lines += [
+            "",
+            "Probability of improvement P(X > Y): the chance that a run of X ends above a run of Y on the same "
+            "task (ties count 1/2), averaged over the tasks where both have runs; 0.5 is a draw. It compares "
+            "returns within a task, so it needs no normalization.",
+            "",
+            "| X > Y | tasks | P(X > Y) [95% CI] | per task |",
+            "|---|---:|---:|---|",
+        ]
+        lines += [
+            f"| {i.x} > {i.y} | {len(i.tasks)} | {interval_text(i.interval, 2)} | "
+            + ", ".join(f"{task} {p:.2f}" for task, p in zip(i.tasks, i.per_task, strict=True))
+            + " |"
+            for i in suite.improvements
+        ]
+    lines += [
+        "",
+        f"Intervals: 95% stratified-bootstrap percentile intervals, {BOOTSTRAP_REPS:,} resamples of the runs within "
+        f"each task and algorithm, seed {BOOTSTRAP_SEED} (`zoo/statistics.py`). Performance profile: "
+        f"`plots/{PROFILE_PLOT}`.",
+    ]
+    return lines
 
 
 def machines_line(records: list[dict[str, Any]]) -> str:
@@ -226,8 +432,9 @@ def machines_line(records: list[dict[str, Any]]) -> str:
     return "Machines: " + "; ".join(f"{cpu}: {n} runs" for cpu, n in sorted(counts.items())) + "."
 
 
-def write_table(rows: list[dict[str, Any]], out: Path, command: str, machines: str) -> None:
-    """``benchmark.csv`` and ``benchmark.md`` in ``out``, each replaced whole (a failed write keeps the old one)."""
+def write_table(rows: list[dict[str, Any]], out: Path, command: str, machines: str, suite: Sequence[str] = ()) -> None:
+    """``benchmark.csv`` and ``benchmark.md`` in ``out``, each replaced whole (a failed write keeps the old one);
+    ``suite`` is the section across the MuJoCo suite (``suite_lines``), if any."""
 
     def write_csv(path: Path) -> None:
         with path.open("w", newline="") as handle:
@@ -242,61 +449,70 @@ def write_table(rows: list[dict[str, Any]], out: Path, command: str, machines: s
         f"Reproduce: `{command}` (resumable: finished runs are kept in `runs/`).",
         "",
         f"Final score per seed: mean return over {FINAL_EVAL_EPISODES} deterministic episodes after training. "
-        "Columns: mean +/- std and interquartile mean (IQM) of those per-seed scores; wall-clock is the mean "
-        "training time per seed (evaluations excluded), one process per run, 1 torch thread; CPU is that "
+        "Columns: mean +/- std and interquartile mean (IQM) of those per-seed scores, the IQM with its 95% "
+        "stratified-bootstrap interval (with 3 to 5 seeds a rough one, narrower than the truth); wall-clock is the "
+        "mean training time per seed (evaluations excluded), one process per run, 1 torch thread; CPU is that "
         "process's CPU time over the same span, closer to what an idle core would take (the wall-clock grows "
         "with the machine's load, the CPU time much less).",
         "",
         machines,
         "",
-        "| env | algorithm | n_timesteps | seeds | mean +/- std | IQM | wall-clock (s) | CPU (s) |",
+        "| env | algorithm | n_timesteps | seeds | mean +/- std | IQM [95% CI] | wall-clock (s) | CPU (s) |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     lines += [
         f"| {r['env']} | {r['algorithm']} | {r['n_timesteps']:,} | {r['seeds']} | {r['mean']:.1f} +/- {r['std']:.1f} "
-        f"| {r['iqm']:.1f} | {r['train_seconds']:.0f} | {r['train_cpu_seconds']:.0f} |"
+        f"| {interval_text(Interval(r['iqm'], r['iqm_low'], r['iqm_high']), 1)} | {r['train_seconds']:.0f} "
+        f"| {r['train_cpu_seconds']:.0f} |"
         for r in rows
     ]
+    lines += suite
     text = "\n".join(lines) + "\n"
     write_atomically(out / "benchmark.md", lambda path: path.write_text(text, encoding="utf-8"), "results table")
 
 
-def curve_range(means: np.ndarray) -> tuple[float, float]:
-    """A y-range for the part of the learning curves that matters: from the 10th percentile of the mean curves'
+def curve_range(centres: np.ndarray) -> tuple[float, float]:
+    """A y-range for the part of the learning curves that matters: from the 10th percentile of the IQM curves'
     points to their maximum. The first evaluations of an untrained policy can be far lower (LunarLander-v3's
     -4000) and would squash everything else into a line; they are cut at the bottom edge."""
-    low, high = float(np.percentile(means, 10)), float(means.max())
+    low, high = float(np.percentile(centres, 10)), float(centres.max())
     margin = 0.08 * (high - low) or 1.0
     return low - margin, high + margin
 
 
-def plot_curves(records: list[dict[str, Any]], out: Path) -> list[Path]:
+def pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend: the plots are files, and no display is needed."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def plot_curves(records: list[dict[str, Any]], out: Path) -> list[Path]:
+    """One plot per env: each algorithm's IQM over seeds at each evaluation, with its 95% bootstrap band."""
+    plt = pyplot()
     written = []
     folder = make_folder(out / "plots", "the plots folder")
     for env_id in sorted({r["env_id"] for r in records}):
         figure, axis = plt.subplots(figsize=(5, 3.2), dpi=80)
-        means = []
+        centres = []
         for algo in sorted({r["algo"] for r in records if r["env_id"] == env_id}):
             runs = [r for r in records if r["env_id"] == env_id and r["algo"] == algo and r["curve_timesteps"]]
             if not runs:
                 continue
             length = min(len(r["curve_timesteps"]) for r in runs)
             steps = np.asarray(runs[0]["curve_timesteps"][:length])
-            values = np.asarray([r["curve_mean_reward"][:length] for r in runs])
-            mean, low, high = values.mean(axis=0), values.min(axis=0), values.max(axis=0)
-            axis.plot(steps, mean, label=f"{algo} ({len(runs)} seeds)")
-            axis.fill_between(steps, low, high, alpha=0.2)
-            means.append(mean)
-        if means:
-            axis.set_ylim(*curve_range(np.concatenate(means)))
+            band = curve_band([r["curve_mean_reward"][:length] for r in runs])
+            axis.plot(steps, band.point, label=f"{algo} ({len(runs)} seeds)")
+            axis.fill_between(steps, band.low, band.high, alpha=0.2)
+            centres.append(band.point)
+        if centres:
+            axis.set_ylim(*curve_range(np.concatenate(centres)))
         axis.set_title(env_id)
         axis.set_xlabel("env steps")
-        axis.set_ylabel("eval return (mean, min-max over seeds)")
+        axis.set_ylabel("eval return (IQM over seeds, 95% CI)")
         axis.legend(fontsize=7)
         figure.tight_layout()
         path = write_atomically(folder / f"{env_id}.png", figure.savefig, "learning-curve plot")
@@ -305,63 +521,31 @@ def plot_curves(records: list[dict[str, Any]], out: Path) -> list[Path]:
     return written
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m zoo benchmark", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--envs", nargs="*", default=None, help="env ids (default: every env of reinforce.yml; --quick: CartPole-v1)"
-    )
-    parser.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (default: 5; --quick: 2)")
-    parser.add_argument(
-        "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: the machine's cores)"
-    )
-    parser.add_argument(
-        "--baselines",
-        default="",
-        help="comma-separated SB3 algorithms to run alongside, e.g. "
-        "a2c,ppo (rl-baselines3-zoo's hyperparameters; default: none)",
-    )
-    parser.add_argument(
-        "--table-only",
-        action="store_true",
-        help="train nothing: write the table of the runs already finished and list the others (default: off)",
-    )
-    parser.add_argument(
-        "--baseline-seeds", type=int, default=None, help="seeds 0..N-1 for the baselines (default: --seeds)"
-    )
-    parser.add_argument("--n-timesteps", type=int, default=None, help="override every budget (default: tuned)")
-    parser.add_argument(
-        "--hyperparams",
-        nargs="*",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override Reinforce's hyperparameters (YAML values) for an ablation; the baselines keep theirs. "
-        "Use another --out: a finished run of another configuration is refused (default: none)",
-    )
-    parser.add_argument(
-        "--ray",
-        default=None,
-        metavar="ADDRESS",
-        help="run each (algorithm, env, seed) as a task on a Ray cluster: HOST:PORT, 'auto' (the cluster this "
-        "machine joined with ray start) or 'local' (a private one for this run, --jobs CPUs); the results come "
-        "back into --out. Needs the ray extra (default: local worker processes, no Ray)",
-    )
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help=f"CI mode: {QUICK_TIMESTEPS} steps, 2 seeds, CartPole-v1, into a temporary folder",
-    )
-    parser.add_argument(
-        "--out",
-        default=None,
-        help=f"results folder (default: {DEFAULT_OUT} in a checkout; --quick: a temporary folder)",
-    )
-    return parser
+def plot_profile(suite: Suite, out: Path) -> Path:
+    """The performance profile across the suite's tasks: for each normalized score tau, the fraction of each
+    algorithm's runs above it, with its 95% bootstrap band."""
+    plt = pyplot()
+    pooled = np.concatenate([np.concatenate(runs) for runs in suite.normalized.values()])
+    taus = np.linspace(min(0.0, float(pooled.min())), max(1.0, float(pooled.max())), 101)
+    figure, axis = plt.subplots(figsize=(5, 3.2), dpi=80)
+    for algo, runs in sorted(suite.normalized.items()):
+        band = performance_profile(runs, taus)
+        axis.plot(taus, band.point, label=f"{algo} ({sum(len(task) for task in runs)} runs)")
+        axis.fill_between(taus, band.low, band.high, alpha=0.2)
+    axis.set_title(f"MuJoCo: {', '.join(task.removesuffix('-v5') for task in suite.tasks)}", fontsize=9)
+    axis.set_xlabel("normalized score tau (0: random policy, 1: best mean)")
+    axis.set_ylabel("fraction of runs above tau")
+    axis.set_ylim(-0.02, 1.02)
+    axis.legend(fontsize=7)
+    figure.tight_layout()
+    folder = make_folder(out / "plots", "the plots folder")
+    path = write_atomically(folder / PROFILE_PLOT, figure.savefig, "performance-profile plot")
+    plt.close(figure)
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = benchmark_parser().parse_args(argv)
     algos = ["reinforce", *[name.strip() for name in args.baselines.split(",") if name.strip()]]
     for algo in algos:
         if algo not in ALGOS:
@@ -409,7 +593,9 @@ def main(argv: list[str] | None = None) -> int:
             failed = execute(todo, args.ray, args.jobs, records.append)
         except KeyboardInterrupt:
             print(
-                f"interrupted: the finished runs are kept in {out / 'runs'}; the same command resumes", file=sys.stderr
+                f"interrupted: the finished runs are kept in {out / 'runs'}, the others' last checkpoints in their "
+                "seed<k>.partial folders; the same command resumes",
+                file=sys.stderr,
             )
             raise
     finished = {(record["algo"], record["env_id"], record["seed"]) for record in records}
@@ -423,6 +609,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"--table-only: {missing}")
 
     rows = summarize(records)
+    suite = compare_suite(records)
     command = "python -m zoo benchmark" + (" --quick" if args.quick else "")
     if args.envs:
         command += " --envs " + " ".join(args.envs)
@@ -437,8 +624,12 @@ def main(argv: list[str] | None = None) -> int:
     command += hyperparams_flag(hyperparams)
     if args.out is not None:
         command += f" --out {shlex.quote(args.out)}"
-    plot_curves(records, out)  # before the table: a plot that cannot be written leaves the previous table
-    write_table(rows, out, command, machines_line(records) + (f"\n\n{missing}." if missing else ""))
+    # The plots before the table: a plot that cannot be written leaves the previous table.
+    plot_curves(records, out)
+    if suite is not None and suite.tasks:
+        plot_profile(suite, out)
+    machines = machines_line(records) + (f"\n\n{missing}." if missing else "")
+    write_table(rows, out, command, machines, suite_lines(suite) if suite is not None else [])
     print((out / "benchmark.md").read_text())
     print(f"results in {out}")
     if failed:

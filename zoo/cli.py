@@ -7,6 +7,7 @@ from collections.abc import Callable
 from importlib import import_module
 
 from zoo.errors import ZooError
+from zoo.parsers import HELP
 
 # command -> (module, function, one-line help); modules are imported only when their command runs.
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -37,8 +38,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: unknown command {name!r}; choose from {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
     module, function, _ = COMMANDS[name]
-    command: Callable[[list[str]], int] = getattr(import_module(module), function)
     try:
+        if {"-h", "--help"} & set(rest) and name in HELP:
+            # The command's parser prints its help and exits, without importing the command (and torch).
+            HELP[name](rest).parse_args(rest)
+        command: Callable[[list[str]], int] = getattr(import_module(module), function)
         return command(rest)
     except ZooError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -1,8 +1,11 @@
-"""Evaluation: the one env factory for a trained agent, the one episode loop, and ``python -m zoo evaluate``."""
+"""``python -m zoo evaluate``: mean +/- std return and per-episode lengths of a saved agent (a model zip, the run
+folder of ``zoo train``, or a packaged agent's folder).
+
+The module also holds the one env factory for a trained agent and the one episode loop.
+"""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +17,8 @@ from stable_baselines3.common.vec_env import VecEnv
 from zoo.config import check_seed, vec_env
 from zoo.errors import ZooError
 from zoo.normalization import VecNormalizeStats
+from zoo.parsers import DEFAULT_EVAL_SEED, evaluate_parser
 from zoo.runs import load_run
-
-DEFAULT_EVAL_SEED = 12_345
-DESCRIPTION = "``python -m zoo evaluate``: mean +/- std return and per-episode lengths of a saved agent."
 
 
 def make_eval_env(
@@ -71,7 +72,8 @@ def evaluate(
     render: bool = False,
     seed: int = DEFAULT_EVAL_SEED,
 ) -> tuple[float, float, list[int]]:
-    """Mean and std of the return, and every episode's length, of a model saved by ``zoo train``."""
+    """Mean and std of the return, and every episode's length, of a model saved by ``zoo train`` or a packaged
+    agent (:func:`zoo.runs.load_run`), seen through its VecNormalize statistics when it has them."""
     run = load_run(model_path, env_id)
     # The run's env_kwargs belong to its own env; another env is evaluated as registered.
     env_kwargs = run.config.env_kwargs if run.config is not None and run.config.env_id == env_id else {}
@@ -83,25 +85,8 @@ def evaluate(
     return float(np.mean(rewards)), float(np.std(rewards)), lengths
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m zoo evaluate", description=DESCRIPTION, formatter_class=argparse.ArgumentDefaultsHelpFormatter
-    )
-    parser.add_argument("--env", required=True, help="Gymnasium env id")
-    parser.add_argument("--model", required=True, help="path to a saved model zip")
-    parser.add_argument("--episodes", type=int, default=20, help="evaluation episodes")
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument(
-        "--deterministic", dest="deterministic", action="store_true", default=True, help="greedy actions"
-    )
-    group.add_argument("--stochastic", dest="deterministic", action="store_false", help="sampled actions")
-    parser.add_argument("--render", action="store_true", help="render in a window (render_mode='human')")
-    parser.add_argument("--seed", type=int, default=DEFAULT_EVAL_SEED, help="seed of the evaluation env")
-    return parser
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = evaluate_parser().parse_args(argv)
     if args.episodes < 1:
         raise ZooError(f"--episodes must be >= 1, got {args.episodes}")
     check_seed(args.seed, "--seed")

@@ -1,8 +1,9 @@
 """VecNormalize statistics without the pickle: :class:`VecNormalizeStats`, the one form passed between modules.
 
-A run folder keeps SB3's ``vecnormalize.pkl`` (:mod:`zoo.runs` converts it on reading); a packaged agent keeps
-``vec_normalize.json`` (:meth:`VecNormalizeStats.to_json`). Everything in between passes this dataclass, and
-:meth:`VecNormalizeStats.wrap` puts the statistics around an env again.
+A run folder (:mod:`zoo.runs`) and a packaged agent (:mod:`zoo.agent_format`) both keep ``vec_normalize.json``
+(:meth:`VecNormalizeStats.to_json`), one format read by one reader (:meth:`VecNormalizeStats.from_json`).
+Everything in between passes this dataclass, and :meth:`VecNormalizeStats.wrap` puts the statistics around an
+env again.
 
 ``vec_normalize.json`` may come from a download, so :meth:`VecNormalizeStats.from_json` trusts none of it: a known
 format and version, settings of the right type and range (:func:`check_settings`: ``clip_obs > 0``...), shapes of

@@ -18,6 +18,9 @@ runs as rl_zoo3 wrote it, so every rl_zoo3 flag works::
   ValueError and AssertionError, and anything else would end the whole study, so such a trial is pruned here.
 
 rl_zoo3's ``push_to_hub`` and ``load_from_hub`` are not offered: use ``python -m zoo push`` and ``zoo enjoy``.
+rl_zoo3's runs keep its own layout, VecNormalize statistics as SB3's ``vecnormalize.pkl`` in
+``logs/reinforce/<env>_<k>/<env>/``, which its ``enjoy`` reads; ``zoo evaluate`` and ``zoo push`` read the run
+folders of ``zoo train`` (:mod:`zoo.runs`), so play an rl_zoo3 agent that normalizes with rl_zoo3's ``enjoy``.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sb3_reinforce import Reinforce
-from zoo.algos import resolve
+from zoo.algos import NAMED_CLASSES, SCHEDULABLE, parse_schedule, resolve
 from zoo.config import ZOO_KEYS, get_config, known_env_ids
 from zoo.errors import ZooError
 from zoo.tune.space import SearchSpace, apply, load_space, suggest
@@ -115,6 +118,44 @@ def prune_non_finite(objective: Callable[..., float]) -> Callable[..., float]:
     return wrapped
 
 
+def zoo_values_as_objects(read: Callable[[Any], tuple[dict[str, Any], dict[str, Any]]]) -> Callable[..., Any]:
+    """rl_zoo3's ``read_hyperparameters``, with what it leaves as data for Reinforce turned into objects.
+
+    A ``--conf-file`` in the zoo's format or ``--hyperparams`` may hold ``lin_`` schedules of ``ent_coef`` and
+    ``vf_learning_rate`` and class names in ``policy_kwargs``; rl_zoo3 converts only its own schedules
+    (``learning_rate``), so the rest would reach the constructor as strings. The saved copy stays data.
+    """
+
+    @functools.wraps(read)
+    def wrapped(self: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        hyperparams, saved = read(self)
+        if self.algo != ALGO:
+            return hyperparams, saved
+        converted = dict(hyperparams)
+        for key in SCHEDULABLE & converted.keys() - {"learning_rate"}:
+            if isinstance(converted[key], str):
+                converted[key] = parse_schedule(key, converted[key], "rl_zoo3's hyperparameters")
+        policy_kwargs = converted.get("policy_kwargs")
+        if isinstance(policy_kwargs, dict):  # a string is rl_zoo3's own "dict(...)", which it evaluates itself
+            converted["policy_kwargs"] = {**policy_kwargs, **named_classes(policy_kwargs)}
+        return converted, saved
+
+    wrapped.__zoo_converts__ = True  # type: ignore[attr-defined]
+    return wrapped
+
+
+def named_classes(policy_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The classes that ``policy_kwargs`` names in the zoo's words (``activation_fn: relu``)."""
+    classes = {}
+    for name, table in NAMED_CLASSES.items():
+        value = policy_kwargs.get(name)
+        if isinstance(value, str):
+            if value not in table:
+                raise ZooError(f"policy_kwargs: {name} must be one of {', '.join(table)}, got {value!r}")
+            classes[name] = table[value]
+    return classes
+
+
 def register(env_id: str | None) -> None:
     """Add Reinforce to rl_zoo3's registry (and a sampler for ``env_id``'s ``-optimize``); idempotent."""
     from rl_zoo3 import exp_manager, hyperparams_opt, utils
@@ -122,9 +163,11 @@ def register(env_id: str | None) -> None:
     utils.ALGOS[ALGO] = Reinforce
     if env_id is not None and env_id in known_env_ids(ALGO):
         hyperparams_opt.HYPERPARAMS_SAMPLER[ALGO] = make_sampler(env_id)
-    objective = exp_manager.ExperimentManager.objective
-    if not getattr(objective, "__zoo_prunes_non_finite__", False):
-        exp_manager.ExperimentManager.objective = prune_non_finite(objective)  # type: ignore[method-assign]
+    manager = exp_manager.ExperimentManager
+    if not getattr(manager.objective, "__zoo_prunes_non_finite__", False):
+        manager.objective = prune_non_finite(manager.objective)  # type: ignore[method-assign]
+    if not getattr(manager.read_hyperparameters, "__zoo_converts__", False):
+        manager.read_hyperparameters = zoo_values_as_objects(manager.read_hyperparameters)  # type: ignore[method-assign]
 
 
 def option_value(argv: list[str], *names: str) -> str | None:
@@ -149,8 +192,20 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print("error: rl_zoo3 is not installed: pip install 'sb3-reinforce[rl-zoo3]'", file=sys.stderr)
         return 2
-    register(option_value(rest, "--env"))
-    if command == "train" and option_value(rest, "--conf-file", "-conf") is None:
+    # rl_zoo3's own defaults when the flags are left out.
+    algo = option_value(rest, "--algo") or "ppo"
+    env_id = option_value(rest, "--env") or "CartPole-v1"
+    optimize = command == "train" and bool({"-optimize", "--optimize-hyperparameters"} & set(rest))
+    if algo == ALGO and optimize and env_id not in known_env_ids(ALGO):
+        print(
+            f"error: -optimize with --algo {ALGO} samples the zoo's search space, which has no entry for "
+            f"{env_id}; choose one of {', '.join(known_env_ids(ALGO))}",
+            file=sys.stderr,
+        )
+        return 2
+    register(env_id)
+    # The zoo's hyperparameters are Reinforce's: another algorithm keeps rl_zoo3's own.
+    if algo == ALGO and command == "train" and option_value(rest, "--conf-file", "-conf") is None:
         rest += ["--conf-file", CONF_MODULE]
     saved_argv = sys.argv
     sys.argv = [f"python -m zoo.rl_zoo3 {command}", *rest]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import shlex
 import shutil
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +16,27 @@ import torch as th
 import yaml
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
-from stable_baselines3.common.logger import configure
+from stable_baselines3.common.logger import Logger, configure
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize, sync_envs_normalization
 
-from zoo.algos import ALGOS
+from zoo.checkpoints import (
+    CHECKPOINT_DIR,
+    MANIFEST,
+    PROGRESS_CSV,
+    Checkpoint,
+    EvaluationState,
+    continue_csv,
+    default_interval,
+    exclusive,
+    find_resumable,
+    generator_states,
+    logged_rows,
+    read_checkpoint_of,
+    remove_checkpoint,
+    restore,
+    save_checkpoint,
+    set_generator_states,
+)
 from zoo.config import (
     RunConfig,
     check_budget_flag,
@@ -33,7 +50,22 @@ from zoo.config import (
 from zoo.errors import ZooError, first_line
 from zoo.evaluate import evaluate_episodes
 from zoo.folders import write_atomically
-from zoo.runs import BEST_MODEL_FILE, COMMAND_FILE, CONFIG_YML, VEC_NORMALIZE_PKL, claim_run_dir, model_file
+from zoo.parsers import train_parser
+from zoo.runs import (
+    BEST_MODEL_FILE,
+    COMMAND_FILE,
+    CONFIG_YML,
+    VEC_NORMALIZE_JSON,
+    claim_run_dir,
+    model_file,
+    save_stats,
+)
+
+# Evaluation episodes run side by side in this many envs: one policy call per vector step instead of one per
+# env step, which took three quarters of a CartPole-v1 run's wall-clock when the episodes ran one at a time.
+EVAL_ENVS = 10
+# Periodic evaluations over a run of `zoo train` (the benchmark's learning curves take their own 20).
+DEFAULT_EVALUATIONS = 10
 
 
 class TimedEvalCallback(EvalCallback):
@@ -45,9 +77,12 @@ class TimedEvalCallback(EvalCallback):
     eval_cpu_seconds = 0.0
     evaluated_at_update: int | None = None
 
-    def __init__(self, eval_env: VecEnv, *, best_model_save_path: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, eval_env: VecEnv, *, best_model_save_path: str | None = None, report: bool = False, **kwargs: Any
+    ) -> None:
         super().__init__(eval_env, best_model_save_path=None, **kwargs)
         self.best_model_file = Path(best_model_save_path) / BEST_MODEL_FILE if best_model_save_path else None
+        self.report = report
 
     def _on_step(self) -> bool:
         updates = getattr(self.model, "_n_updates", None)
@@ -60,13 +95,141 @@ class TimedEvalCallback(EvalCallback):
         start, cpu_start = time.perf_counter(), time.process_time()
         best = self.best_mean_reward
         try:
+            evaluations = len(self.evaluations_timesteps)
             continue_training = super()._on_step()
             if self.best_model_file is not None and self.best_mean_reward > best:
                 write_atomically(self.best_model_file, self.model.save, "best model")
+            if self.report and len(self.evaluations_timesteps) > evaluations:
+                rewards = self.evaluations_results[-1]
+                print(
+                    f"step {self.num_timesteps:,}: mean reward {np.mean(rewards):.2f} +/- {np.std(rewards):.2f} "
+                    f"over {len(rewards)} episodes" + (" (best so far)" if self.best_mean_reward > best else "")
+                )
             return continue_training
         finally:
             self.eval_seconds += time.perf_counter() - start
             self.eval_cpu_seconds += time.process_time() - cpu_start
+
+    def checkpoint_state(self) -> EvaluationState:
+        """What a checkpoint keeps of the evaluations so far (:mod:`zoo.checkpoints`)."""
+        return EvaluationState(
+            timesteps=[int(step) for step in self.evaluations_timesteps],
+            results=[[float(value) for value in row] for row in self.evaluations_results],
+            ep_lengths=[[int(value) for value in row] for row in self.evaluations_length],
+            successes=[[bool(value) for value in row] for row in self.evaluations_successes],
+            best_mean_reward=float(self.best_mean_reward),
+            last_mean_reward=float(self.last_mean_reward),
+            evaluated_at_update=self.evaluated_at_update,
+            # Before the first evaluation the envs have not been reset: they still hold the seed they were made with.
+            generators=generator_states(self.eval_env) if self.evaluations_timesteps else None,
+        )
+
+    def resume(self, checkpoint: Checkpoint, n_envs: int) -> None:
+        """Go on from a checkpoint: its learning curve, best score and evaluation-env generators, and the count of
+        vector steps that times the evaluations."""
+        state = checkpoint.evaluation
+        self.evaluations_timesteps = list(state.timesteps)
+        self.evaluations_results = [list(row) for row in state.results]
+        self.evaluations_length = [list(row) for row in state.ep_lengths]
+        self.evaluations_successes = [list(row) for row in state.successes]
+        self.best_mean_reward = state.best_mean_reward
+        self.last_mean_reward = state.last_mean_reward
+        self.evaluated_at_update = state.evaluated_at_update
+        self.n_calls = checkpoint.num_timesteps // n_envs
+        if state.generators is not None:
+            set_generator_states(self.eval_env, state.generators)
+
+    def put_back_files(self, checkpoint: Checkpoint) -> None:
+        """best_model.zip and evaluations.npz as they were at the checkpoint: the run that was cut may have
+        evaluated, and saved a best model, past it."""
+        state = checkpoint.evaluation
+        best = checkpoint.best_model
+        if self.best_model_file is not None and best is not None:
+            write_atomically(self.best_model_file, lambda path: shutil.copyfile(best, path), "best model")
+        elif self.best_model_file is not None:
+            self.best_model_file.unlink(missing_ok=True)
+        if self.log_path is not None:
+            curve = Path(f"{self.log_path}.npz")  # where SB3's EvalCallback saves it
+            if state.timesteps:
+                write_atomically(curve, lambda path: np.savez(path, **self.curve()), "learning curve")
+            else:
+                curve.unlink(missing_ok=True)
+
+    def curve(self) -> dict[str, Any]:
+        """The arrays of evaluations.npz, as SB3's EvalCallback writes them."""
+        arrays: dict[str, Any] = {
+            "timesteps": self.evaluations_timesteps,
+            "results": self.evaluations_results,
+            "ep_lengths": self.evaluations_length,
+        }
+        if self.evaluations_successes:
+            arrays["successes"] = self.evaluations_successes
+        return arrays
+
+
+@dataclass
+class TrainingClock:
+    """The training time of the steps that count, evaluations excluded: what the checkpoint a run resumed from
+    carried, plus this process's since :meth:`start` (the steps a cut run trained past its checkpoint are not
+    counted: the resumed run trains them again)."""
+
+    evaluation: TimedEvalCallback
+    carried_seconds: float = 0.0
+    carried_cpu_seconds: float = 0.0
+    started: tuple[float, float] = (0.0, 0.0)
+
+    def start(self) -> None:
+        self.started = (time.perf_counter(), time.process_time())
+
+    def elapsed(self) -> tuple[float, float]:
+        """Wall-clock and CPU seconds."""
+        wall, cpu = self.started
+        return (
+            self.carried_seconds + time.perf_counter() - wall - self.evaluation.eval_seconds,
+            self.carried_cpu_seconds + time.process_time() - cpu - self.evaluation.eval_cpu_seconds,
+        )
+
+
+class PeriodicCheckpoint(BaseCallback):
+    """Writes the run's checkpoint (:mod:`zoo.checkpoints`) at the first update boundary at or past each multiple
+    of ``every`` steps: the start of a collection, when the last update is done and the next has taken no step."""
+
+    def __init__(
+        self,
+        run_dir: Path,
+        config: dict[str, Any],
+        every: int,
+        evaluation: TimedEvalCallback,
+        clock: TrainingClock,
+        resumed_at: list[int],
+    ) -> None:
+        super().__init__()
+        self.run_dir, self.config, self.every = run_dir, config, every
+        self.evaluation, self.clock, self.resumed_at = evaluation, clock, resumed_at
+        self.due = every
+
+    def _init_callback(self) -> None:
+        self.due = (self.model.num_timesteps // self.every + 1) * self.every
+
+    def _on_rollout_start(self) -> None:
+        steps = self.model.num_timesteps
+        if steps < self.due:
+            return
+        seconds, cpu_seconds = self.clock.elapsed()
+        save_checkpoint(
+            self.run_dir,
+            self.model,
+            config=self.config,
+            train_seconds=seconds,
+            train_cpu_seconds=cpu_seconds,
+            resumed_at=self.resumed_at,
+            evaluation=self.evaluation.checkpoint_state(),
+            best_model=self.evaluation.best_model_file,
+        )
+        self.due = (steps // self.every + 1) * self.every
+
+    def _on_step(self) -> bool:
+        return True
 
 
 @dataclass
@@ -80,13 +243,15 @@ class TrainResult:
     # The process's CPU time over the same span. A run is one process with one torch thread, so on a machine
     # shared with other jobs this is close to the wall-clock it would take alone; the wall-clock is not.
     train_cpu_seconds: float
+    # The steps at which the run was resumed from a checkpoint, if it was.
+    resumed_at: list[int] = field(default_factory=list)
 
 
 def save_final(model: BaseAlgorithm, env: VecEnv, run_dir: Path, env_id: str) -> list[Path]:
     """The final model, and the VecNormalize statistics when the run normalizes, each written atomically."""
     saved = [write_atomically(run_dir / model_file(env_id), model.save, "final model")]
     if isinstance(env, VecNormalize):
-        saved.append(write_atomically(run_dir / VEC_NORMALIZE_PKL, lambda path: env.save(str(path)), "statistics"))
+        saved.append(write_atomically(run_dir / VEC_NORMALIZE_JSON, lambda path: save_stats(env, path), "statistics"))
     return saved
 
 
@@ -113,8 +278,8 @@ def periodic_evaluation(
     verbose: int,
     after_eval: BaseCallback | None,
 ) -> TimedEvalCallback:
-    """Deterministic evaluations every ``eval_freq`` steps (default: 20 over the budget), keeping the best model."""
-    frequency = eval_freq or max(config.n_timesteps // 20, 1)
+    """Deterministic evaluations every ``eval_freq`` steps (default: 10 over the budget), keeping the best model."""
+    frequency = eval_freq or max(config.n_timesteps // DEFAULT_EVALUATIONS, 1)
     return TimedEvalCallback(
         eval_env,
         eval_freq=max(frequency // config.n_envs, 1),
@@ -122,9 +287,33 @@ def periodic_evaluation(
         best_model_save_path=str(run_dir),
         log_path=str(run_dir),
         deterministic=True,
-        verbose=verbose,
+        verbose=0,  # SB3 prints three lines an evaluation; the callback prints one (verbose >= 1)
         callback_after_eval=after_eval,
+        report=verbose >= 1,
     )
+
+
+def run_logger(run_dir: Path, verbose: int, checkpoint: Checkpoint | None) -> Logger:
+    """SB3's logger into the run folder: progress.csv, TensorBoard events, and stdout when verbose. A resumed run's
+    progress.csv keeps the rows logged up to its checkpoint, which SB3's CSV writer would truncate; TensorBoard
+    keeps the events of the steps the cut run trained past it, in the file it wrote them to."""
+    header, rows = logged_rows(run_dir / PROGRESS_CSV, checkpoint.num_timesteps) if checkpoint else ([], [])
+    # SB3's log tables on stdout come with --verbose 2: a table an update buries the evaluations.
+    logger = configure(str(run_dir), ["stdout", "csv", "tensorboard"] if verbose >= 2 else ["csv", "tensorboard"])
+    continue_csv(logger, header, rows)
+    return logger
+
+
+def resume_from(
+    checkpoint: Checkpoint, model: BaseAlgorithm, evaluation: TimedEvalCallback, clock: TrainingClock, n_envs: int
+) -> list[int]:
+    """Put a checkpoint's state into the run's model, evaluation and clock, then its evaluation files back into the
+    run folder; the steps the run was resumed at. A checkpoint that does not fit the model changes no file."""
+    clock.carried_seconds, clock.carried_cpu_seconds = checkpoint.train_seconds, checkpoint.train_cpu_seconds
+    evaluation.resume(checkpoint, n_envs)
+    restore(checkpoint, model)  # the last state: it sets the generators that training draws from next
+    evaluation.put_back_files(checkpoint)
+    return [*checkpoint.resumed_at, checkpoint.num_timesteps]
 
 
 def timed_learn(
@@ -132,27 +321,40 @@ def timed_learn(
     env: VecEnv,
     run_dir: Path,
     config: RunConfig,
-    evaluation: TimedEvalCallback,
+    callbacks: list[BaseCallback],
+    clock: TrainingClock,
     progress_bar: bool,
+    resumed: bool,
 ) -> tuple[float, float]:
-    """``model.learn`` over the budget; the wall-clock and CPU seconds it took, evaluations excluded.
+    """``model.learn`` to the budget; the training time of the steps that count (:class:`TrainingClock`).
 
-    Ctrl-C saves the final model and statistics as they are, says where, and raises KeyboardInterrupt again; the
-    algorithm's own guards (a diverged loss, an endless episode) and a failed write become one-line ZooErrors.
+    A resumed run counts on from its checkpoint's step to the same total, so its schedules' progress is the
+    uninterrupted run's. Ctrl-C saves the final model and statistics as they are, says where (and where the last
+    checkpoint is), and raises KeyboardInterrupt again; the algorithm's own guards (a diverged loss, an endless
+    episode) and a failed write become one-line ZooErrors.
     """
-    start, cpu_start = time.perf_counter(), time.process_time()
+    clock.start()
     try:
-        model.learn(config.n_timesteps, callback=evaluation, progress_bar=progress_bar)
+        model.learn(
+            config.n_timesteps - model.num_timesteps,
+            callback=callbacks,
+            progress_bar=progress_bar,
+            reset_num_timesteps=not resumed,
+        )
     except KeyboardInterrupt:
         saved = save_final(model, env, run_dir, config.env_id)
-        print(f"\ninterrupted after {model.num_timesteps} steps; saved {', '.join(map(str, saved))}", file=sys.stderr)
+        kept = run_dir / CHECKPOINT_DIR
+        last = f"; its last checkpoint is in {kept}" if (kept / MANIFEST).is_file() else ""
+        print(
+            f"\ninterrupted after {model.num_timesteps} steps; saved {', '.join(map(str, saved))}{last}",
+            file=sys.stderr,
+        )
         raise
     except (FloatingPointError, RuntimeError) as error:
         raise ZooError(f"training stopped after {model.num_timesteps} steps: {first_line(error)}") from None
     except OSError as error:  # the logger or the evaluation could not write
         raise ZooError(f"training stopped: cannot write in {run_dir}: {first_line(error)}") from None
-    seconds = time.perf_counter() - start - evaluation.eval_seconds
-    return seconds, time.process_time() - cpu_start - evaluation.eval_cpu_seconds
+    return clock.elapsed()
 
 
 def train(
@@ -166,6 +368,8 @@ def train(
     verbose: int = 1,
     command: str | None = None,
     after_eval: BaseCallback | None = None,
+    checkpoint_freq: int | None = None,
+    resume: Path | None = None,
 ) -> TrainResult:
     """Train ``config`` and write a run folder: the final and best model, config.yml, command.txt,
     VecNormalize statistics when used, evaluations.npz, progress.csv and TensorBoard events.
@@ -173,27 +377,57 @@ def train(
     ``after_eval`` runs after each periodic evaluation (SB3's ``callback_after_eval``: it reads
     ``self.parent.last_mean_reward``); returning False stops training early, as ``zoo tune``'s pruner does.
 
-    The envs and the model are built before the run folder is claimed, and a run that fails before it saved a
-    model removes its folder, so a failure leaves no stub behind. Models and statistics are written atomically.
-    Ctrl-C saves the final model and statistics as they are, says where, and raises KeyboardInterrupt again.
+    ``checkpoint_freq``: steps between checkpoints (:mod:`zoo.checkpoints`), each written at the first update
+    boundary at or past a multiple of it into ``<run folder>/checkpoint/``, and removed once the run has finished;
+    None writes none. ``resume``: a run folder whose checkpoint to go on from, to the same budget; the checkpoint
+    must be of ``config`` and ``seed`` (its config and every file are checked: anything else is one ZooError).
+    One process at a time trains in a run folder (:func:`zoo.checkpoints.exclusive`).
+
+    The envs and the model are built before the run folder is claimed, and a new run that fails before it saved a
+    model or a checkpoint removes its folder, so a failure leaves no stub behind. Models, statistics and
+    checkpoints are written atomically. Ctrl-C saves the final model and statistics as they are, says where, and
+    raises KeyboardInterrupt again.
     """
     check_seed(seed)
-    env, eval_env = training_envs(config, seed)
+    if checkpoint_freq is not None and checkpoint_freq < 1:
+        raise ZooError(f"checkpoint_freq must be >= 1 (None: no checkpoints), got {checkpoint_freq}")
+    if resume is not None and not resume.is_dir():
+        raise ZooError(f"cannot resume {resume}: it is not a run folder")
+    env, eval_env = training_envs(config, seed, eval_n_envs=EVAL_ENVS)
     run_dir: Path | None = None
     try:
-        model = make_model(config, env, seed)
-        run_dir = start_run_folder(config, seed, log_folder, command, verbose)
-        model.set_logger(
-            configure(str(run_dir), ["stdout", "csv", "tensorboard"] if verbose else ["csv", "tensorboard"])
-        )
-        evaluation = periodic_evaluation(config, eval_env, run_dir, eval_freq, eval_episodes, verbose, after_eval)
-        seconds, cpu_seconds = timed_learn(model, env, run_dir, config, evaluation, progress_bar)
-        model_path, *_ = save_final(model, env, run_dir, config.env_id)
-        sync_envs_normalization(env, eval_env)  # the final evaluation reads the final statistics
-        rewards, _ = evaluate_episodes(model, eval_env, final_eval_episodes)
+        with contextlib.ExitStack() as held:
+            model = make_model(config, env, seed)
+            run_dir = resume if resume is not None else start_run_folder(config, seed, log_folder, command, verbose)
+            held.enter_context(exclusive(run_dir))
+            checkpoint = None if resume is None else read_checkpoint_of(resume, config.to_data(seed))
+            evaluation = periodic_evaluation(config, eval_env, run_dir, eval_freq, eval_episodes, verbose, after_eval)
+            clock = TrainingClock(evaluation)
+            resumed_at: list[int] = []
+            if checkpoint is not None:
+                resumed_at = resume_from(checkpoint, model, evaluation, clock, config.n_envs)
+                if verbose:
+                    print(f"Resuming {run_dir} at step {checkpoint.num_timesteps:,} of {config.n_timesteps:,}")
+            model.set_logger(run_logger(run_dir, verbose, checkpoint))
+            callbacks: list[BaseCallback] = [evaluation]
+            if checkpoint_freq is not None:
+                config_data = config.to_data(seed)
+                callbacks.insert(
+                    0, PeriodicCheckpoint(run_dir, config_data, checkpoint_freq, evaluation, clock, resumed_at)
+                )
+            seconds, cpu_seconds = timed_learn(
+                model, env, run_dir, config, callbacks, clock, progress_bar, resumed=checkpoint is not None
+            )
+            model_path, *_ = save_final(model, env, run_dir, config.env_id)
+            sync_envs_normalization(env, eval_env)  # the final evaluation reads the final statistics
+            rewards, _ = evaluate_episodes(model, eval_env, final_eval_episodes)
+            remove_checkpoint(run_dir)  # finished: there is nothing left to resume
     except BaseException:
-        if run_dir is not None and not any(run_dir.glob("*.zip")):
-            shutil.rmtree(run_dir, ignore_errors=True)  # nothing worth keeping: no stub run folder
+        # A new run's folder with neither a model nor a checkpoint holds nothing worth keeping: no stub. A resumed
+        # one is kept whatever happens.
+        kept = run_dir is None or resume is not None or (run_dir / CHECKPOINT_DIR / MANIFEST).is_file()
+        if run_dir is not None and not kept and not any(run_dir.glob("*.zip")):
+            shutil.rmtree(run_dir, ignore_errors=True)
         raise
     finally:
         env.close()
@@ -205,39 +439,31 @@ def train(
             f"episodes after {model.num_timesteps} steps ({seconds:.1f} s of training, evaluations excluded)"
         )
         print(f"saved {model_path}")
-    return TrainResult(run_dir, model_path, mean, std, model.num_timesteps, seconds, cpu_seconds)
+    return TrainResult(run_dir, model_path, mean, std, model.num_timesteps, seconds, cpu_seconds, resumed_at)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m zoo train", description=__doc__, formatter_class=argparse.ArgumentDefaultsHelpFormatter
-    )
-    parser.add_argument("--env", required=True, help="Gymnasium env id, e.g. CartPole-v1")
-    parser.add_argument("--algo", default="reinforce", choices=list(ALGOS), help="algorithm")
-    parser.add_argument("--variant", default=None, help="a named entry ENV/VARIANT of the hyperparameter file")
-    parser.add_argument("--seed", type=int, default=0, help="random seed")
-    parser.add_argument("--n-timesteps", type=int, default=None, help="override the tuned budget (env steps)")
-    parser.add_argument(
-        "--hyperparams", nargs="*", default=[], metavar="KEY=VALUE", help="override hyperparameters (YAML values)"
-    )
-    parser.add_argument("--log-folder", default="logs", help="where run folders are created")
-    parser.add_argument(
-        "--eval-freq", type=int, default=None, help="env steps between evaluations (default: n_timesteps / 20)"
-    )
-    parser.add_argument("--eval-episodes", type=int, default=10, help="episodes per periodic evaluation")
-    parser.add_argument("--no-progress-bar", action="store_true", help="hide the progress bar")
-    parser.add_argument("--verbose", type=int, default=1, help="0 quiet, 1 info")
-    return parser
+def resume_folder(flag: str | bool | None, log_folder: Path, config: RunConfig, seed: int, verbose: int) -> Path | None:
+    """The run folder ``--resume`` names: the one given, or the newest interrupted run of this config and seed."""
+    if flag is None:
+        return None
+    if flag is not True:
+        return Path(str(flag))
+    found = find_resumable(log_folder, config.algo, config.env_id, config.to_data(seed))
+    if found is None and verbose:
+        print(f"--resume: no interrupted run of this configuration in {log_folder}; starting a new one")
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = train_parser().parse_args(argv)
     check_env_id(args.env)
     check_seed(args.seed, "--seed")
     for name in ("eval_freq", "eval_episodes"):
         value = getattr(args, name)
         if value is not None and value < 1:
             raise ZooError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    if args.checkpoint_freq is not None and args.checkpoint_freq < 0:
+        raise ZooError(f"--checkpoint-freq must be >= 0 (0: no checkpoints), got {args.checkpoint_freq}")
     check_budget_flag(args.n_timesteps)
     overrides = parse_overrides(args.hyperparams)
     if args.n_timesteps is not None:
@@ -246,14 +472,22 @@ def main(argv: list[str] | None = None) -> int:
     th.set_num_threads(1)
     np.set_printoptions(precision=4)
     command = shlex.join(["python", "-m", "zoo", "train", *(sys.argv[1:] if argv is None else argv)])
-    train(
-        config,
-        seed=args.seed,
-        log_folder=args.log_folder,
-        eval_freq=args.eval_freq,
-        eval_episodes=args.eval_episodes,
-        progress_bar=not args.no_progress_bar,
-        verbose=args.verbose,
-        command=command,
-    )
+    every = default_interval(config.n_timesteps) if args.checkpoint_freq is None else args.checkpoint_freq or None
+    try:
+        train(
+            config,
+            seed=args.seed,
+            log_folder=args.log_folder,
+            eval_freq=args.eval_freq,
+            eval_episodes=args.eval_episodes,
+            progress_bar=not args.no_progress_bar,
+            verbose=args.verbose,
+            command=command,
+            checkpoint_freq=every,
+            resume=resume_folder(args.resume, Path(args.log_folder), config, args.seed, args.verbose),
+        )
+    except KeyboardInterrupt:
+        if every is not None:
+            print(f"to go on from the last checkpoint: {command}{'' if args.resume else ' --resume'}", file=sys.stderr)
+        raise
     return 0

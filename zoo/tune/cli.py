@@ -22,7 +22,6 @@ from typing import Any
 
 import optuna
 
-from zoo.algos import ALGOS
 from zoo.checks import shown
 from zoo.config import (
     check_budget_flag,
@@ -35,9 +34,10 @@ from zoo.config import (
 )
 from zoo.errors import ZooError
 from zoo.folders import check_file_path, check_folder_path, make_folder, write_atomically
+from zoo.parsers import TUNE_EXPORT_FILE, TUNE_SUBCOMMANDS, tune_parser
 from zoo.runs import env_slug
 from zoo.tune.objective import INTERRUPTED, OVERRIDES_ATTR, SETUP_ATTR, Setup
-from zoo.tune.report import EXPORT_FILE, complete_trials, export, plots, summary, table
+from zoo.tune.report import complete_trials, export, plots, summary, table
 from zoo.tune.space import fixed_params, load_space, with_overrides
 from zoo.tune.storage import FAIL_REASON_ATTR, StorageSpec, study_folder
 from zoo.tune.workers import (
@@ -52,113 +52,11 @@ from zoo.tune.workers import (
     work,
 )
 
-SUBCOMMANDS = ("run", "report", "export")
-# The options of ``run`` only; ``report`` and ``export`` read a study and take its defaults.
-RUN_DEFAULTS: dict[str, Any] = {
-    "trials": 100,
-    "jobs": 1,
-    "timeout": None,
-    "n_timesteps": None,
-    "seeds": 1,
-    "first_seed": 0,
-    "hyperparams": [],
-    "space": None,
-    "enqueue": [],
-    "sampler": "tpe",
-    "pruner": "median",
-    "heartbeat_interval": None,
-    "grace_period": None,
-    "force": False,
-}
-
-
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The options of ``zoo tune COMMAND``; None is the form without a command, which also takes the deprecated
-    ``--report`` and ``--export`` flags."""
-    prog = "python -m zoo tune" + (f" {command}" if command else "")
-    parser = argparse.ArgumentParser(
-        prog=prog, description=__doc__, formatter_class=argparse.ArgumentDefaultsHelpFormatter
-    )
-    parser.add_argument("--env", required=True, help="Gymnasium env id, e.g. CartPole-v1")
-    parser.add_argument("--algo", default="reinforce", choices=list(ALGOS), help="algorithm")
-    parser.add_argument(
-        "--storage", default=None, help="Optuna storage URL or journal file; None: LOG_FOLDER/tune/STUDY/study.journal"
-    )
-    parser.add_argument("--study", default=None, help="study name; None: ALGO-ENV")
-    parser.add_argument("--log-folder", default="logs", help="where embedded studies, plots and exports go")
-    if command in ("report", "export"):
-        parser.set_defaults(**RUN_DEFAULTS, report=command == "report", export=None)
-        if command == "export":
-            parser.add_argument(
-                "export",
-                nargs="?",
-                default="",
-                metavar="PATH",
-                help=f"where the entry goes (default: LOG_FOLDER/tune/STUDY/{EXPORT_FILE}, replaced each time)",
-            )
-            parser.add_argument("--force", action="store_true", help="replace PATH if it exists (default: refuse)")
-        return parser
-    parser.add_argument(
-        "--trials", type=int, default=100, help="trials done (complete or pruned) the study should have"
-    )
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes on this machine")
-    parser.add_argument(
-        "--timeout", type=float, default=None, help="seconds after which no new trial starts; None: no limit"
-    )
-    parser.add_argument(
-        "--n-timesteps", type=int, default=None, help="budget per trial and seed; None: the entry's n_timesteps"
-    )
-    parser.add_argument("--seeds", type=int, default=1, help="seeds per trial; its value is their mean score")
-    parser.add_argument("--first-seed", type=int, default=0, help="the seeds are FIRST_SEED .. FIRST_SEED+SEEDS-1")
-    parser.add_argument(
-        "--hyperparams", nargs="*", default=[], metavar="KEY=VALUE", help="fixed overrides of the entry (YAML values)"
-    )
-    parser.add_argument(
-        "--space", default=None, help="search space YAML file, or 'none'; None: the zoo's hyperparams/search_space.yml"
-    )
-    parser.add_argument(
-        "--enqueue",
-        action="append",
-        default=[],
-        metavar="YAML",
-        help="a fixed trial first: overrides of the entry, e.g. '{learning_rate: lin_5e-3, n_episodes: 16}'",
-    )
-    parser.add_argument("--sampler", default="tpe", choices=["tpe", "random"], help="Optuna sampler")
-    parser.add_argument("--pruner", default="median", choices=["median", "none"], help="Optuna pruner")
-    parser.add_argument(
-        "--heartbeat-interval",
-        type=int,
-        default=None,
-        help="seconds between a running trial's heartbeats; None: 60 on a database, 15 on a journal",
-    )
-    parser.add_argument(
-        "--grace-period",
-        type=int,
-        default=None,
-        help="seconds without heartbeat before a trial is handed on; None: 120 on a database, 45 on a journal",
-    )
-    if command == "run":
-        parser.set_defaults(report=False, export=None, force=False)
-        return parser
-    parser.set_defaults(force=False)  # the deprecated --export never replaces a file: `tune export --force` does
-    parser.add_argument(
-        "--report", action="store_true", help="deprecated: use `python -m zoo tune report` (default: off)"
-    )
-    parser.add_argument(
-        "--export",
-        nargs="?",
-        const="",
-        default=None,
-        metavar="PATH",
-        help="deprecated: use `python -m zoo tune export [PATH]` (default: off)",
-    )
-    return parser
-
 
 def parse(argv: list[str]) -> argparse.Namespace:
     """``[run|report|export] OPTIONS``; the deprecated ``--report`` / ``--export`` flags still read the study."""
-    command = argv[0] if argv and argv[0] in SUBCOMMANDS else None
-    args = build_parser(command).parse_args(argv[1:] if command else argv)
+    command = argv[0] if argv and argv[0] in TUNE_SUBCOMMANDS else None
+    args = tune_parser(command).parse_args(argv[1:] if command else argv)
     if command is None and (args.report or args.export is not None):
         warnings.warn(
             "--report and --export are deprecated and go in the next release: use `python -m zoo tune report` "
@@ -194,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.export is not None:
         # The study's own best.yml is the zoo's file, beside its plots; a PATH the user names may be theirs.
         own = not args.export
-        export_path = check_export_path(folder / EXPORT_FILE if own else Path(args.export), own or args.force)
+        export_path = check_export_path(folder / TUNE_EXPORT_FILE if own else Path(args.export), own or args.force)
     spec = StorageSpec.parse(args.storage, folder, args.heartbeat_interval, args.grace_period)
     reading = args.report or args.export is not None
     if reading and spec.url is None and not Path(str(spec.journal)).is_file():
@@ -263,7 +161,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{summary(study)} ({minutes:.1f} min)")
         print(best_line(study))
         study_args = ["--env", args.env, "--study", study_name, *storage_args(args, spec)]
-        again = {command: shlex.join(["python", "-m", "zoo", "tune", command, *study_args]) for command in SUBCOMMANDS}
+        again = {
+            command: shlex.join(["python", "-m", "zoo", "tune", command, *study_args]) for command in TUNE_SUBCOMMANDS
+        }
         print(f"report and plots: {again['report']}\nbest as a zoo entry: {again['export']}")
         if counts.done < args.trials:
             print(f"stopped with {counts.done} of {args.trials} trials done; rerun the same command to go on")

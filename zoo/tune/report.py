@@ -20,7 +20,6 @@ from zoo.tune.workers import Counts, describe, format_params
 
 HISTORY_PNG = "optimization_history.png"
 IMPORTANCES_PNG = "param_importances.png"
-EXPORT_FILE = "best.yml"
 ENTRY_ORDER = ("n_envs", "n_timesteps", "policy", "normalize", "env_kwargs")
 
 

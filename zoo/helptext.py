@@ -1,0 +1,44 @@
+"""One ``--help`` style for every command of the zoo.
+
+Descriptions come from module docstrings written in reST, so their double backticks are dropped here rather than
+shown raw. Each option states its default once: argparse's ``(default: ...)`` is added only where the help does
+not already say it, and never for a flag (``store_true``/``store_false``: "default: True" on both sides of a pair
+of flags says nothing) or an unset value (``None``: the help says in words what happens then).
+
+This module imports nothing heavy, so a command's help can be printed without loading torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+_FLAG_ACTIONS = (argparse._StoreTrueAction, argparse._StoreFalseAction, argparse._StoreConstAction)
+
+
+def plain(text: str) -> str:
+    """``text`` without reST's inline-literal markup: ````python -m zoo train```` becomes ``python -m zoo train``."""
+    return re.sub(r"``([^`]+)``", r"\1", text)
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """The description's paragraphs as written (without markup), and every default once and true."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = plain(action.help or "")
+        if (
+            "default" in text
+            or action.required
+            or action.default is None
+            or action.default is argparse.SUPPRESS
+            or action.default == []
+            or isinstance(action, _FLAG_ACTIONS)
+            or not action.option_strings
+        ):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+def parser(prog: str, description: str) -> argparse.ArgumentParser:
+    """An ``ArgumentParser`` in the zoo's help style."""
+    return argparse.ArgumentParser(prog=prog, description=plain(description), formatter_class=HelpFormatter)
