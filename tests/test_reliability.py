@@ -378,6 +378,27 @@ def test_ctrl_c_during_train_saves_the_final_model_and_statistics(tmp_path: Path
 # ------------------------------------------------------------------------------------------- benchmark records
 
 
+@pytest.mark.parametrize(
+    ("field", "value"), [("n_timesteps", 10**400), ("mean_reward", -(10**400)), ("curve_timesteps", [10**400])]
+)
+def test_a_record_with_a_number_past_a_floats_range_is_measured_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, value: Any
+) -> None:
+    """A valid JSON integer of 400 digits: before, an OverflowError traceback while tabulating."""
+    argv = ["benchmark", "--quick", "--seeds", "1", "--jobs", "1", "--out", str(tmp_path), "--n-timesteps", "600"]
+    assert cli(argv) == 0
+    record = tmp_path / "runs" / "reinforce" / "CartPole-v1" / "seed0" / "result.json"
+    data = json.loads(record.read_text())
+    record.write_text(json.dumps({**data, field: value}))
+    capsys.readouterr()
+    assert cli(argv) == 0
+    captured = capsys.readouterr()
+    assert f"warning: {record} is corrupt (" in captured.err
+    assert "Traceback" not in captured.err
+    assert "1 runs, 0 already done, 1 to do" in captured.out
+    assert json.loads(record.read_text())[field] == data[field]
+
+
 def test_benchmark_redoes_a_corrupt_record_and_refuses_runs_of_another_budget(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

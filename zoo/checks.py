@@ -56,8 +56,14 @@ def is_real(value: Any) -> TypeGuard[int | float]:
 
 
 def is_number(value: Any) -> TypeGuard[int | float]:
-    """A real number that JSON or YAML can hold (``bool`` is not one), finite."""
-    return is_real(value) and math.isfinite(value)
+    """A real number that JSON or YAML can hold (``bool`` is not one), finite: an integer past a float's range
+    (JSON holds ``10**400``) is not one, since every computation with it would overflow."""
+    if not is_real(value):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def integer(value: Any, where: str, low: int, high: int) -> int:

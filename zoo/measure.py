@@ -8,7 +8,6 @@ through :func:`measured_run`, so their numbers compare.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +50,11 @@ def check_record(record: Any) -> dict[str, Any]:
         value = record.get(key)
         if not isinstance(value, types) or isinstance(value, bool):
             raise ZooError(f"{key} is {shown(value)}")
-        if isinstance(value, float) and not math.isfinite(value):
+        if isinstance(value, (int, float)) and not is_number(value):
             raise ZooError(f"{key} is {shown(value)}")
     curve = record["curve_mean_reward"]
-    if len(curve) != len(record["curve_timesteps"]) or not all(map(is_number, curve)):
+    points = [*curve, *record["curve_timesteps"]]
+    if len(curve) != len(record["curve_timesteps"]) or not all(map(is_number, points)):
         raise ZooError("its learning curve is not one finite number per evaluation")
     return record
 
