@@ -8,6 +8,7 @@ the library raises its documented errors (nan learning rates and observations, m
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -376,6 +377,59 @@ def test_ctrl_c_during_train_saves_the_final_model_and_statistics(tmp_path: Path
 
 
 # ------------------------------------------------------------------------------------------- benchmark records
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux's /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended while we looked
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs: a zombie, ended but not yet reaped by its new parent, does not."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process tree from Linux's /proc")
+def test_a_terminated_benchmark_takes_its_workers_with_it(tmp_path: Path) -> None:
+    """`kill` (SIGTERM) of the driver, as a scheduler preempts a job: before, its worker trained on, orphaned."""
+    argv = ["benchmark", "--envs", "CartPole-v1", "--seeds", "2", "--jobs", "2", "--n-timesteps", "100000000"]
+    child = subprocess.Popen(
+        zoo_command(*argv, "--out", str(tmp_path)), env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    workers: list[int] = []
+    try:
+        # The event: both runs have started training (each has made its folder of partial work).
+        runs = tmp_path / "runs" / "reinforce" / "CartPole-v1"
+        deadline = time.monotonic() + 240
+        while len(list(runs.glob("seed*.partial"))) < 2 and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert child.poll() is None, child.communicate()[1][-2000:]
+        workers = [pid for pid in children_of(child.pid) if "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()]
+        assert len(workers) == 2
+        child.terminate()
+        _, err = child.communicate(timeout=120)
+        assert child.returncode == 130, err[-2000:]
+        assert "Traceback" not in err
+        deadline = time.monotonic() + 60
+        while any(map(alive, workers)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [pid for pid in workers if alive(pid)], "a worker outlived its driver"
+    finally:
+        for pid in [child.pid, *workers]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.parametrize(

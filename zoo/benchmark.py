@@ -24,18 +24,22 @@ of each baseline, and their intervals (``zoo.statistics``).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import multiprocessing
 import os
 import shlex
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import gymnasium as gym
@@ -651,7 +655,7 @@ def execute(
         from zoo.ray_backend import run_on_ray
 
         return run_on_ray(todo, ray_address, jobs, on_record)
-    with multiprocessing.get_context("spawn").Pool(min(jobs, len(todo))) as pool:
+    with terminated_as_interrupted(), multiprocessing.get_context("spawn").Pool(min(jobs, len(todo))) as pool:
         for record in pool.imap_unordered(run_task, todo):
             on_record(record)
             print(
@@ -660,3 +664,22 @@ def execute(
                 flush=True,
             )
     return []
+
+
+@contextlib.contextmanager
+def terminated_as_interrupted() -> Iterator[None]:
+    """SIGTERM (``kill``, a scheduler's preemption) handled as Ctrl-C while the worker processes run: the pool is
+    terminated with its workers and the finished runs are kept. By default SIGTERM would end the driver alone and
+    leave each worker training on, unwatched, to a result nobody collects."""
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set a handler
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
