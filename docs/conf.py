@@ -18,6 +18,8 @@ myst_heading_anchors = 3
 myst_enable_extensions = ["colon_fence", "dollarmath", "amsmath"]
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
+# Types only for the documented parameters: an argument only SB3 passes (_init_setup_model) stays out.
+autodoc_typehints_description_target = "documented"
 # The docs build offline: links to SB3's and Gymnasium's docs are plain URLs, not intersphinx.
 nitpicky = False
 # Furo: a maintained theme whose tables and code blocks scroll sideways instead of spilling past the column.

@@ -251,7 +251,6 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
     :param verbose: 0 no output, 1 info messages, 2 debug
     :param seed: Seed for the pseudo random generators
     :param device: Device (cpu, cuda, ...); "auto" takes the GPU if there is one
-    :param _init_setup_model: Whether or not to build the network at the creation of the instance
     """
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
