@@ -62,7 +62,7 @@ from zoo.checks import (
     sha256_file,
     shown,
 )
-from zoo.config import ENV_ID_FORM, _check_value, check_env_kwargs
+from zoo.config import ENV_ID_FORM, check_env_kwargs, check_value
 from zoo.errors import ZooError, first_line
 from zoo.normalization import JSON_FILE as VEC_NORMALIZE_JSON
 from zoo.normalization import VecNormalizeStats, check_settings
@@ -385,7 +385,7 @@ def check_config(config: Any, source: str = CONFIG_JSON) -> dict[str, Any]:
     policy = config.get("policy")
     if not isinstance(policy, str) or policy not in cls.policy_aliases:
         raise ZooError(f"{source}: policy must be one of {', '.join(cls.policy_aliases)}, got {shown(policy)}")
-    _check_value("policy_kwargs", config.get("policy_kwargs") or {}, source)
+    check_value("policy_kwargs", config.get("policy_kwargs") or {}, source)
     hyperparams = config.get("hyperparams")
     if not isinstance(hyperparams, dict):
         raise ZooError(f"{source}: hyperparams must be a mapping, got {shown(hyperparams)}")
@@ -397,7 +397,7 @@ def check_config(config: Any, source: str = CONFIG_JSON) -> dict[str, Any]:
             if value not in (None, {}):
                 raise ZooError(f"{source}: hyperparams.{key} must be null or {{}}, got {shown(value)}")
         else:
-            _check_value(key, value, f"{source}: hyperparams")
+            check_value(key, value, f"{source}: hyperparams")
     integer(config.get("n_envs", 1), f"{source}: n_envs", 1, MAX_N_ENVS)
     integer(config.get("num_timesteps", 0), f"{source}: num_timesteps", 0, 2**62)
     for name in ("observation_space", "action_space"):

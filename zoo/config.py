@@ -257,7 +257,7 @@ def _build(algo: str, env_id: str, entry: dict[str, Any], source: str) -> RunCon
                 raise ZooError(
                     f"{source}: {key} must be a number for {algo} (a schedule is Reinforce's), got {shown(value)}"
                 )
-            _check_value(key, value, source)
+            check_value(key, value, source)
             hyperparams[key] = value
         else:
             raise ZooError(
@@ -349,7 +349,9 @@ def check_bounded(key: str, value: Any, source: str) -> None:
     integer(value, f"{source}: {key}", *INTEGER_BOUNDS[key])
 
 
-def _check_value(key: str, value: Any, source: str) -> None:
+def check_value(key: str, value: Any, source: str) -> None:
+    """ZooError naming ``source`` and ``key`` if ``value`` is not one a hyperparameter file may hold for ``key``
+    (bounded integers, schedules, policy_kwargs' names); a saved agent's config.json is checked the same way."""
     check_bounded(key, value, source)
     if key in SCHEDULABLE and isinstance(value, str):
         schedule = parse_schedule(key, value, source)
