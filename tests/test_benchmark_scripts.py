@@ -131,6 +131,33 @@ def test_critic_fit_measures_the_constructors_defaults(
     assert "| 1 | 64 | 0 |" in capsys.readouterr().out
 
 
+def test_default_baseline_compares_baselines_of_the_defaults_and_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = load_script("default_baseline", monkeypatch)
+    argv = ["--envs", "CartPole-v1", "--steps", "800", "--baselines", "value", "loo", "--seeds", "2"]
+    assert module.main([*argv, "--out", str(tmp_path / "runs")]) == 0
+    records = {
+        (baseline, seed): json.loads((tmp_path / "runs" / "CartPole-v1" / f"{baseline}_seed{seed}.json").read_text())
+        for baseline in ("value", "loo")
+        for seed in (0, 1)
+    }
+    assert {(r["baseline"], r["seed"]) for r in records.values()} == set(records)
+    assert all(r["n_timesteps"] >= 800 and r["train_cpu_seconds"] > 0 for r in records.values())
+    table = (tmp_path / "runs.md").read_text()
+    assert "| CartPole-v1 (800 steps) | value | 2 |" in table
+    # value against itself: the probability of improvement is exactly 1/2.
+    assert "| 0.50 [" in table.splitlines()[-4]
+    assert "| CartPole-v1 | loo | 2 |" in table
+    capsys.readouterr()
+    # A second invocation trains nothing: every record is read back.
+    monkeypatch.setattr(module, "run", lambda *args: pytest.fail(f"trained again: {args}"))
+    assert module.main([*argv, "--out", str(tmp_path / "runs")]) == 0
+    with pytest.raises(SystemExit):
+        module.main([*argv, "--reference", "mean", "--out", str(tmp_path / "runs")])
+    assert "--reference 'mean' must be one of --baselines" in capsys.readouterr().err
+
+
 def test_cost_breakdown_of_the_defaults_names_the_change(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
