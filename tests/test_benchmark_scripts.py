@@ -295,3 +295,42 @@ def test_gradient_variance_refuses_bad_settings_before_any_work(
         module.main(flags)
     assert raised.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def fake_run(folder: Path, env_id: str, seed: int, score: float, baseline: str, budget: int = 1000) -> None:
+    run = folder / "runs" / "reinforce" / env_id / f"seed{seed}"
+    run.mkdir(parents=True)
+    config = {"algo": "reinforce", "env_id": env_id, "n_timesteps": budget, "hyperparams": {"baseline": baseline}}
+    (run / "config.yml").write_text(json.dumps(config))  # JSON is YAML
+    record = {
+        "mean_reward": score,
+        "train_cpu_seconds": 2.0,
+        "curve_timesteps": [500, 1000],
+        "curve_mean_reward": [score / 2, score],
+    }
+    (run / "result.json").write_text(json.dumps(record))
+
+
+def test_baseline_learning_compares_the_seeds_both_sides_finished_at_one_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = load_script("baseline_learning", monkeypatch)
+    entries, loo = tmp_path / "zoo", tmp_path / "loo"
+    for seed, score in enumerate([10.0, 20.0, 30.0]):
+        fake_run(entries, "CartPole-v1", seed, score, "mean")
+    for seed, score in enumerate([40.0, 50.0]):  # seed 2 unfinished: compared on seeds 0 and 1
+        fake_run(loo, "CartPole-v1", seed, score, "loo")
+    fake_run(entries, "Pendulum-v1", 0, -200.0, "value", budget=1000)
+    fake_run(loo, "Pendulum-v1", 0, -150.0, "loo", budget=2000)  # another budget: not compared
+    argv = ["--variant", f"loo={loo}", "--entries", str(entries), "--out", str(tmp_path / "out")]
+    assert module.main(argv) == 0
+    table = (tmp_path / "out.md").read_text()
+    row = next(line for line in table.splitlines() if line.startswith("| CartPole-v1"))
+    # Every loo run beats every entry run: P = 1; the entry side is seeds 0 and 1 only (IQM 15).
+    assert row.startswith("| CartPole-v1 | 2 | mean | 15.0 [")
+    assert row.endswith("| 1.00 [1.00, 1.00] |")
+    assert "Pendulum-v1" not in table
+    assert "Pendulum-v1: the sides were trained on other budgets" in capsys.readouterr().err
+    assert (tmp_path / "out" / "plots" / "CartPole-v1.png").stat().st_size > 0
+    with pytest.raises(SystemExit):
+        module.main(["--variant", "loo", "--out", str(tmp_path / "out")])
