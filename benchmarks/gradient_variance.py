@@ -63,7 +63,7 @@ from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from sb3_reinforce import Reinforce
-from sb3_reinforce.common.advantages import ADVANTAGE_ESTIMATORS
+from sb3_reinforce.common.advantages import estimate_advantages
 from zoo.agent_format import load_agent, read_config
 from zoo.config import RunConfig, check_env_id, get_config, make_model, run_vec_env, training_envs
 from zoo.errors import ZooError
@@ -216,8 +216,13 @@ def critic_free_advantages(model: Reinforce, baseline: str, mask: np.ndarray) ->
     """What ``Reinforce._advantages`` computes for a baseline without a critic: the estimator on the buffer."""
     buffer = model.rollout_buffer
     steps = buffer.n_steps
-    advantages, _ = ADVANTAGE_ESTIMATORS[baseline](
-        buffer.rewards[:steps], buffer.episode_ends[:steps], None, mask, model.gamma, 1.0, buffer.episode_group[:steps]
+    advantages, _ = estimate_advantages(
+        baseline,
+        buffer.rewards[:steps],
+        buffer.episode_ends[:steps],
+        mask,
+        model.gamma,
+        groups=buffer.episode_group[:steps],
     )
     return advantages[mask]
 

@@ -2,11 +2,9 @@
 
 from sb3_reinforce.common.buffers import GAEDictRolloutBuffer, GAERolloutBuffer
 from sb3_reinforce.reinforce import CnnPolicy, MlpPolicy, MultiInputPolicy, Reinforce
-from sb3_reinforce.variants import VARIANTS
 from sb3_reinforce.version import __version__
 
 __all__ = [
-    "VARIANTS",
     "CnnPolicy",
     "GAEDictRolloutBuffer",
     "GAERolloutBuffer",

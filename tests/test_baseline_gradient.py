@@ -25,12 +25,13 @@ from gymnasium import spaces
 from numpy.typing import NDArray
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from sb3_reinforce import Reinforce, reference
+from sb3_reinforce import Reinforce
 from sb3_reinforce.common.advantages import (
     group_normalized_advantage,
     leave_one_out_baseline,
     reward_to_go,
 )
+from tests import reference
 
 START = np.array([0.4, 0.6])
 REWARD = np.array([[1.0, 0.0], [-0.5, 2.0]])
@@ -147,14 +148,13 @@ def variance(batches: Batches, advantages: NDArray[np.float32]) -> float:
 
 def estimate(name: str, batches: Batches, gamma: float) -> NDArray[np.float32]:
     """The advantages of every batch with one baseline (each batch is its own group)."""
-    args = (batches.rewards, batches.ends, None, batches.mask, gamma, 1.0)
     if name == "none":
-        return reward_to_go(*args)[0]
+        return reward_to_go(batches.rewards, batches.ends, gamma)[0]
     if name == "loo":
-        return leave_one_out_baseline(*args, batches.groups)[0]
+        return leave_one_out_baseline(batches.rewards, batches.ends, batches.mask, gamma, batches.groups)[0]
     if name == "grpo":
-        return group_normalized_advantage(*args, batches.groups)[0]
-    returns = reward_to_go(*args)[0]
+        return group_normalized_advantage(batches.rewards, batches.ends, batches.mask, gamma, batches.groups)[0]
+    returns = reward_to_go(batches.rewards, batches.ends, gamma)[0]
     if name == "mean":  # the batch mean over all its steps, the episode's own included (batch_mean_baseline)
         labels = batches.groups[batches.mask]
         sums = np.bincount(labels, weights=returns[batches.mask])
@@ -230,7 +230,7 @@ def oracle_value_advantages(
         for s in (0, 1):
             moved = 0.0 if k + 1 == horizon else gamma * value[k + 1, 1 - s]
             value[k, s] = pi[s, 1] * reward[s, 1] + pi[s, 0] * (reward[s, 0] + moved)
-    returns = reward_to_go(batches.rewards, batches.ends, None, batches.mask, gamma, 1.0)[0]
+    returns = reward_to_go(batches.rewards, batches.ends, gamma)[0]
     baseline = value[np.arange(horizon)[:, None], batches.states]
     return np.where(batches.mask, returns - baseline, 0.0).astype(np.float32)
 
@@ -335,12 +335,12 @@ def test_the_collection_and_update_inputs_keep_the_expected_gradient(
         scores = reference.score(
             THETA, np.hstack([observations, np.ones((len(observations), 1))]), buffer.actions[: buffer.n_steps][mask]
         )
-        grid = (buffer.rewards[: buffer.n_steps], buffer.episode_ends[: buffer.n_steps], None, mask, gamma, 1.0)
+        rewards, ends = buffer.rewards[: buffer.n_steps], buffer.episode_ends[: buffer.n_steps]
         groups = buffer.episode_group[: buffer.n_steps]
         advantages = {
             "loo": model._advantages(th.zeros(0), mask)[0],
-            "none": reward_to_go(*grid)[0][mask],
-            "grpo": group_normalized_advantage(*grid, groups)[0][mask],
+            "none": reward_to_go(rewards, ends, gamma)[0][mask],
+            "grpo": group_normalized_advantage(rewards, ends, mask, gamma, groups)[0][mask],
         }
         for name, advantage in advantages.items():
             estimates[name].append(np.einsum("b,baf->af", advantage, scores) / n_episodes)

@@ -75,7 +75,7 @@ def test_the_fit_moves_the_critics_own_parameters_and_nothing_else(share: bool, 
 
 def test_the_policy_step_is_the_critic_free_step_and_the_fit_comes_after() -> None:
     """train(): the actor moves exactly as with the critic's loss left out; the critic then fits the batch."""
-    fitted, joint = cartpole_model(vf_n_epochs=3), cartpole_model(vf_n_epochs=0, vf_coef=0.0)
+    fitted, joint = cartpole_model(vf_n_epochs=3), cartpole_model(vf_update="joint", vf_coef=0.0)
     for model in (fitted, joint):
         model.set_logger(configure(None, [""]))
         collect(model)
@@ -133,7 +133,7 @@ def test_the_critic_learning_rate_schedule_is_applied() -> None:
 
 
 def test_the_joint_update_has_one_optimizer_over_every_parameter() -> None:
-    model = cartpole_model(vf_n_epochs=0)
+    model = cartpole_model(vf_update="joint")
     assert model.vf_optimizer is None
     assert len(list(model.policy.optimizer.param_groups[0]["params"])) == len(list(model.policy.parameters()))
 
@@ -183,7 +183,7 @@ def test_set_parameters_without_the_critic_optimizer_raises_and_changes_nothing(
 
 def test_loading_weights_without_a_fitted_critic_keeps_the_fit() -> None:
     model = cartpole_model(vf_n_epochs=3)
-    weights = cartpole_model(vf_n_epochs=0, seed=1).get_parameters()["policy"]
+    weights = cartpole_model(vf_update="joint", seed=1).get_parameters()["policy"]
     model.set_parameters({"policy": weights}, exact_match=False, device="cpu")
     for name, value in model.policy.state_dict().items():
         assert th.equal(value, weights[name]), name
@@ -229,8 +229,9 @@ def test_a_loaded_model_continues_exactly_as_the_uninterrupted_run(
         ({"vf_learning_rate": float("nan")}, "vf_learning_rate must be a finite number > 0"),
         ({"vf_learning_rate": float("inf")}, "vf_learning_rate must be a finite number > 0"),
         ({"vf_learning_rate": "fast"}, "vf_learning_rate must be a finite number > 0"),
-        ({"vf_n_epochs": -1}, "vf_n_epochs must be an integer >= 0"),
-        ({"vf_n_epochs": 2.5}, "vf_n_epochs must be an integer >= 0"),
+        ({"vf_n_epochs": -1}, "vf_n_epochs must be an integer >= 1"),
+        ({"vf_n_epochs": 2.5}, "vf_n_epochs must be an integer >= 1"),
+        ({"vf_update": "both"}, r"vf_update must be one of \('fit', 'joint'\), got 'both'"),
         ({"vf_batch_size": 0}, "vf_batch_size must be an integer >= 1 or None"),
         ({"vf_batch_size": 3.0}, "vf_batch_size must be an integer >= 1 or None"),
     ],

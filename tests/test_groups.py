@@ -18,6 +18,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
 
 from sb3_reinforce import Reinforce
+from sb3_reinforce.common.advantages import estimate_advantages
 from tests.helpers import assert_unchanged, collect, policy_state
 
 TINY = {"net_arch": [8]}
@@ -104,9 +105,9 @@ def test_episode_groups_reach_the_estimator() -> None:
     buffer = model.rollout_buffer
     mask = buffer.valid_mask()
     advantages, _ = model._advantages(th.zeros(0), mask)
-    grid = (buffer.rewards[: buffer.n_steps], buffer.episode_ends[: buffer.n_steps], None, mask, model.gamma, 1.0)
-    grouped, _ = model.advantage_estimator(*grid, buffer.episode_group[: buffer.n_steps])
-    whole_batch, _ = model.advantage_estimator(*grid)
+    grid = (buffer.rewards[: buffer.n_steps], buffer.episode_ends[: buffer.n_steps], mask, model.gamma)
+    grouped, _ = estimate_advantages(model.baseline, *grid, groups=buffer.episode_group[: buffer.n_steps])
+    whole_batch, _ = estimate_advantages(model.baseline, *grid)
     np.testing.assert_array_equal(advantages, grouped[mask])
     assert not np.allclose(advantages, whole_batch[mask])
 

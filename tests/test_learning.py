@@ -14,7 +14,8 @@ import pytest
 from stable_baselines3.common.callbacks import EvalCallback, StopTrainingOnRewardThreshold
 from stable_baselines3.common.env_util import make_vec_env
 
-from sb3_reinforce import VARIANTS, Reinforce
+from sb3_reinforce import Reinforce
+from sb3_reinforce.variants import VARIANTS
 
 SOLVED = 475.0
 N_ENVS = 8

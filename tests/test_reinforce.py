@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,9 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
 
-from sb3_reinforce import VARIANTS, Reinforce, reference
+from sb3_reinforce import Reinforce
+from sb3_reinforce.variants import VARIANTS
+from tests import reference
 from tests.envs import NeverEndingEnv, ScriptedEnv, SpaceEnv, TargetEnv
 from tests.helpers import assert_unchanged, batch_episodes, collect, policy_state
 
@@ -262,7 +265,7 @@ def test_every_supported_space_learns_briefly(
         ({"vf_coef": -1.0}, "vf_coef must be >= 0"),
         ({"max_grad_norm": 0.0}, "max_grad_norm must be > 0"),
         ({"learning_rate": -1e-3}, "learning_rate must be > 0"),
-        ({"max_episode_steps": 0}, "max_episode_steps must be an integer >= 1"),
+        ({"hang_guard_steps": 0}, "hang_guard_steps must be an integer >= 1"),
         ({"sde_sample_freq": 0}, "sde_sample_freq must be -1"),
         ({"use_sde": True}, "gSDE.*can only be used with continuous actions"),
     ],
@@ -281,11 +284,11 @@ def test_an_env_that_never_ends_raises() -> None:
         "MlpPolicy",
         DummyVecEnv([NeverEndingEnv] * 2),
         n_episodes=2,
-        max_episode_steps=1000,
+        hang_guard_steps=1000,
         device="cpu",
         policy_kwargs=TINY,
     )
-    with pytest.raises(RuntimeError, match=r"without ending an episode \(max_episode_steps=1000\)"):
+    with pytest.raises(RuntimeError, match=r"without ending an episode \(hang_guard_steps=1000\)"):
         model.learn(10_000)
 
 
@@ -426,7 +429,7 @@ LOAD_CASES: list[tuple[dict[str, Any], str]] = [
     ({"vf_coef": "abc"}, r"vf_coef must be >= 0 and finite, got 'abc'"),
     ({"max_grad_norm": [0.5]}, r"max_grad_norm must be > 0 or None \(no clipping\), got \[0.5\]"),
     ({"group_size": 2}, r"group_size=2 needs baseline 'loo' or 'grpo'"),  # the saved model's baseline is "value"
-    ({"max_episode_steps": 0}, r"max_episode_steps must be an integer >= 1, got 0"),
+    ({"hang_guard_steps": 0}, r"hang_guard_steps must be an integer >= 1, got 0"),
     ({"vf_batch_size": 0}, r"vf_batch_size must be an integer >= 1 or None"),
 ]
 
@@ -485,7 +488,7 @@ def test_a_saved_model_with_an_unknown_baseline_is_a_value_error_naming_it(saved
         ({"max_grad_norm": [0.5]}, r"max_grad_norm must be > 0 or None \(no clipping\), got \[0.5\]"),
         ({"max_grad_norm": float("nan")}, r"max_grad_norm must be > 0 or None \(no clipping\), got nan"),
         ({"max_grad_norm": True}, r"max_grad_norm must be > 0 or None \(no clipping\), got True"),
-        ({"vf_n_epochs": True}, r"vf_n_epochs must be an integer >= 0"),
+        ({"vf_n_epochs": True}, r"vf_n_epochs must be an integer >= 1"),
         ({"vf_batch_size": True}, r"vf_batch_size must be an integer >= 1 or None"),
     ],
     ids=lambda value: str(value),
@@ -503,3 +506,52 @@ def test_load_takes_the_frozen_learning_rate_of_sb3s_custom_objects(saved_model:
     assert model.predict(np.zeros(4, dtype=np.float32), deterministic=True)[0] in (0, 1)
     with pytest.raises(ValueError, match=r"learning_rate must be > 0 and finite, or a schedule, got -0.001"):
         Reinforce.load(saved_model, device="cpu", custom_objects={"learning_rate": -1e-3})
+
+
+def test_the_old_spellings_still_work_with_a_deprecation_warning() -> None:
+    env = DummyVecEnv([NeverEndingEnv])
+    with pytest.warns(DeprecationWarning, match="max_episode_steps is now hang_guard_steps"):
+        model = Reinforce("MlpPolicy", env, max_episode_steps=7, policy_kwargs=TINY, device="cpu")
+    assert model.hang_guard_steps == 7
+    assert not hasattr(model, "max_episode_steps")
+    with pytest.warns(DeprecationWarning, match=r"vf_n_epochs=0 .* pass vf_update='joint'"):
+        joint = Reinforce("MlpPolicy", env, vf_n_epochs=0, policy_kwargs=TINY, device="cpu")
+    assert joint.vf_update == "joint"
+    assert not joint.fits_critic
+    assert joint.vf_optimizer is None
+
+
+def rewrite_saved_data(path: Any, change: Any) -> None:
+    """Apply ``change`` to the JSON data of an SB3 zip, in place: a model as an older version saved it."""
+    with zipfile.ZipFile(path) as archive:
+        files = {name: archive.read(name) for name in archive.namelist()}
+    data = json.loads(files["data"])
+    change(data)
+    files["data"] = json.dumps(data).encode()
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, content in files.items():
+            archive.writestr(name, content)
+
+
+def test_a_zip_saved_before_the_renames_loads_as_it_was_saved(tmp_path: Any) -> None:
+    """Before: ``max_episode_steps`` for the hang guard, and ``vf_n_epochs=0`` (no ``vf_update``) for the joint
+    critic update. SB3's load() writes a zip's data under the names it was saved with."""
+    model = Reinforce("MlpPolicy", DummyVecEnv([NeverEndingEnv]), hang_guard_steps=7, vf_update="joint", device="cpu")
+    path = tmp_path / "old.zip"
+    model.save(path)
+
+    def as_before(data: dict[str, Any]) -> None:
+        data["max_episode_steps"] = data.pop("hang_guard_steps")
+        del data["vf_update"]
+        data["vf_n_epochs"] = 0
+
+    rewrite_saved_data(path, as_before)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an old zip is no user error: it loads without a warning
+        loaded = Reinforce.load(path, device="cpu")
+    assert loaded.hang_guard_steps == 7
+    assert not hasattr(loaded, "max_episode_steps")
+    assert loaded.vf_update == "joint"
+    assert loaded.vf_optimizer is None
+    for name, value in model.policy.state_dict().items():
+        assert th.equal(value, loaded.policy.state_dict()[name]), name

@@ -8,7 +8,6 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_reinforce import Reinforce
 from sb3_reinforce.common.advantages import reward_to_go
-from sb3_reinforce.common.episodic import first_episodes
 from tests.envs import CoinLengthEnv, ScriptedEnv
 from tests.helpers import batch_episodes, collect
 
@@ -35,11 +34,6 @@ def scripted_model(lengths: list[list[int]], n_episodes: int, gamma: float, **kw
     )
 
 
-def test_first_episodes_one_per_env_while_they_last() -> None:
-    assert first_episodes(16, 8).tolist() == [1] * 8
-    assert first_episodes(2, 4).tolist() == [1, 1, 0, 0]
-
-
 def test_returns_known_answer_two_envs() -> None:
     # env 0: episodes of 3 then 2 steps; env 1: 1 then 4 steps. Rewards r_t = 1 + t within each episode.
     model = scripted_model([[3, 2], [1, 4]], n_episodes=4, gamma=0.5)
@@ -47,9 +41,7 @@ def test_returns_known_answer_two_envs() -> None:
     buffer = model.rollout_buffer
     assert buffer.valid_len.tolist() == [5, 5]
     mask = buffer.valid_mask()
-    returns = reward_to_go(buffer.rewards[: buffer.n_steps], buffer.episode_ends[: buffer.n_steps], None, mask, 0.5, 1)[
-        0
-    ][mask]
+    returns = reward_to_go(buffer.rewards[: buffer.n_steps], buffer.episode_ends[: buffer.n_steps], 0.5)[0][mask]
     # Time-major flattening: row t holds (env 0, env 1).
     # env 0, episode 1: r = 1, 2, 3 -> G = 1 + .5*(2 + .5*3) = 2.75, 2 + 1.5 = 3.5, 3
     # env 0, episode 2: r = 1, 2 -> G = 2, 2
@@ -70,7 +62,7 @@ def test_returns_match_a_per_episode_loop(gamma: float) -> None:
     assert model.rollout_buffer.truncations, "the scripted batch should contain a truncated episode"
     buffer = model.rollout_buffer
     rows = buffer.n_steps
-    returns = reward_to_go(buffer.rewards[:rows], buffer.episode_ends[:rows], None, buffer.valid_mask(), gamma, 1)[0]
+    returns = reward_to_go(buffer.rewards[:rows], buffer.episode_ends[:rows], gamma)[0]
     returns = returns[buffer.valid_mask()]
     # Rebuild the same time-major order from the per-episode loop.
     expected = np.zeros((buffer.n_steps, buffer.n_envs))

@@ -5,7 +5,7 @@ is true when step ``t`` of env ``n`` ended an episode (terminated or cut by a ti
 Row ``T - 1`` always ends an episode in a batch of complete episodes; a step after an env's last counted episode
 belongs to no update, and the caller masks it out (its values here are finite but meaningless).
 
-Each estimator returns ``(advantages, value_targets)``, both ``(T, N)`` float32:
+Each estimator takes only what it reads, and returns ``(advantages, value_targets)``, both ``(T, N)`` float32:
 
 - :func:`reward_to_go`: ``A_t = G_t``, with ``G_t = r_t + gamma * G_{t+1}`` and ``G`` = 0 after an episode's last step;
 - :func:`batch_mean_baseline`: ``A_t = G_t - mean(G)``, the mean over the counted steps only (``mask``);
@@ -19,7 +19,9 @@ Each estimator returns ``(advantages, value_targets)``, both ``(T, N)`` float32:
 
 The last two compare episodes by the step index *within* the episode, ``k``, not by the row ``t``: the episodes of
 a batch start at different rows. ``groups[t, n]`` labels the episode that step ``t`` of env ``n`` belongs to (the
-same label over the whole episode); ``None`` puts every counted episode in one group. The three others ignore it.
+same label over the whole episode); ``None`` puts every counted episode in one group.
+
+:func:`estimate_advantages` runs the estimator of one of ``Reinforce``'s baselines on a batch.
 
 A time-limit cut is not an ending: the caller adds ``gamma * V(terminal observation)`` to the reward of the cut step
 before calling :func:`generalized_advantage` (only it has a critic to bootstrap with).
@@ -27,7 +29,7 @@ before calling :func:`generalized_advantage` (only it has a critic to bootstrap 
 
 from __future__ import annotations
 
-from typing import NamedTuple, Protocol
+from typing import Literal, NamedTuple, get_args
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -35,55 +37,34 @@ from numpy.typing import ArrayLike, NDArray
 from sb3_reinforce.common.gae import compute_gae, discounted_cumsum
 
 __all__ = [
-    "ADVANTAGE_ESTIMATORS",
-    "AdvantageEstimator",
+    "BASELINES",
+    "Baseline",
     "batch_mean_baseline",
+    "estimate_advantages",
     "generalized_advantage",
     "group_normalized_advantage",
     "leave_one_out_baseline",
     "reward_to_go",
 ]
 
+# Reinforce's baselines, each with its estimator: reward_to_go, batch_mean_baseline, generalized_advantage (a
+# critic's), leave_one_out_baseline and group_normalized_advantage.
+Baseline = Literal["none", "mean", "value", "loo", "grpo"]
+BASELINES: tuple[Baseline, ...] = get_args(Baseline)
+# The baselines that compare an episode with others, within its same-start group when there are groups.
+COMPARING_BASELINES: tuple[Baseline, ...] = ("loo", "grpo")
 
-class AdvantageEstimator(Protocol):
-    def __call__(
-        self,
-        rewards: ArrayLike,
-        episode_ends: ArrayLike,
-        values: ArrayLike | None,
-        mask: ArrayLike,
-        gamma: float,
-        gae_lambda: float,
-        groups: ArrayLike | None = None,
-    ) -> tuple[NDArray[np.float32], NDArray[np.float32]]: ...
+Advantages = tuple[NDArray[np.float32], NDArray[np.float32]]
 
 
-def reward_to_go(
-    rewards: ArrayLike,
-    episode_ends: ArrayLike,
-    values: ArrayLike | None,
-    mask: ArrayLike,
-    gamma: float,
-    gae_lambda: float,
-    groups: ArrayLike | None = None,
-) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
-    """``A_t = G_t``, the discounted reward-to-go within the episode (``values``, ``mask``, ``gae_lambda`` and
-    ``groups`` are not used: there is no critic and no comparison)."""
+def reward_to_go(rewards: ArrayLike, episode_ends: ArrayLike, gamma: float) -> Advantages:
+    """``A_t = G_t``, the discounted reward-to-go within the episode."""
     returns = discounted_cumsum(rewards, episode_ends, gamma)
     return returns, returns.copy()
 
 
-def batch_mean_baseline(
-    rewards: ArrayLike,
-    episode_ends: ArrayLike,
-    values: ArrayLike | None,
-    mask: ArrayLike,
-    gamma: float,
-    gae_lambda: float,
-    groups: ArrayLike | None = None,
-) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
-    """``A_t = G_t - mean(G)``, the mean taken over the steps ``mask`` counts (the batch of the update; ``groups``
-    is not used)."""
+def batch_mean_baseline(rewards: ArrayLike, episode_ends: ArrayLike, mask: ArrayLike, gamma: float) -> Advantages:
+    """``A_t = G_t - mean(G)``, the mean taken over the steps ``mask`` counts (the batch of the update)."""
     returns = discounted_cumsum(rewards, episode_ends, gamma)
     counted = np.asarray(mask, dtype=bool)
     if counted.shape != returns.shape:
@@ -94,18 +75,9 @@ def batch_mean_baseline(
 
 
 def generalized_advantage(
-    rewards: ArrayLike,
-    episode_ends: ArrayLike,
-    values: ArrayLike | None,
-    mask: ArrayLike,
-    gamma: float,
-    gae_lambda: float,
-    groups: ArrayLike | None = None,
-) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
-    """GAE(gamma, lambda) over complete episodes with the critic's ``values`` V(s_t), and the lambda-returns
-    (``groups`` is not used)."""
-    if values is None:
-        raise ValueError("generalized_advantage needs the critic's values V(s_t)")
+    rewards: ArrayLike, episode_ends: ArrayLike, values: ArrayLike, gamma: float, gae_lambda: float
+) -> Advantages:
+    """GAE(gamma, lambda) over complete episodes with the critic's ``values`` V(s_t), and the lambda-returns."""
     grid_values = np.ascontiguousarray(values, dtype=np.float32)
     ends = np.asarray(episode_ends, dtype=bool)
     if grid_values.shape != ends.shape:
@@ -187,14 +159,8 @@ def _compare_within_groups(
 
 
 def leave_one_out_baseline(
-    rewards: ArrayLike,
-    episode_ends: ArrayLike,
-    values: ArrayLike | None,
-    mask: ArrayLike,
-    gamma: float,
-    gae_lambda: float,
-    groups: ArrayLike | None = None,
-) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+    rewards: ArrayLike, episode_ends: ArrayLike, mask: ArrayLike, gamma: float, groups: ArrayLike | None = None
+) -> Advantages:
     """The leave-one-out baseline, time-indexed: each step is compared with the same step of the group's other
     episodes (RLOO, Ahmadian et al. 2024, for dense rewards).
 
@@ -208,8 +174,8 @@ def leave_one_out_baseline(
     independent of episode ``j`` given the policy (and, in a group, the seed that fixed its start), so
     ``E[b_k^j * grad log pi(a_k^j | s_k^j)] = 0``: the policy gradient stays unbiased. Where no other episode of the
     group runs at ``k``, the baseline is the constant 0 (plain REINFORCE at that step), unbiased for the same reason.
-    A time-limit cut ends the return like a termination (no critic to bootstrap with). ``values`` and
-    ``gae_lambda`` are not used. Unmasked entries of the advantages are 0; the targets are the returns ``G``.
+    A time-limit cut ends the return like a termination (no critic to bootstrap with). Unmasked entries of the
+    advantages are 0; the targets are the returns ``G``.
     """
     comparison = _compare_within_groups(rewards, episode_ends, mask, gamma, groups)
     others = comparison.cell_count[comparison.cell] - 1
@@ -221,14 +187,8 @@ def leave_one_out_baseline(
 
 
 def group_normalized_advantage(
-    rewards: ArrayLike,
-    episode_ends: ArrayLike,
-    values: ArrayLike | None,
-    mask: ArrayLike,
-    gamma: float,
-    gae_lambda: float,
-    groups: ArrayLike | None = None,
-) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+    rewards: ArrayLike, episode_ends: ArrayLike, mask: ArrayLike, gamma: float, groups: ArrayLike | None = None
+) -> Advantages:
     """GRPO's group-normalized advantage (Shao et al. 2024), time-indexed like :func:`leave_one_out_baseline`.
 
     With ``M_k(j)`` the episodes of ``j``'s group running at step ``k``, ``j`` included, and ``K + 1 = |M_k(j)|``:
@@ -243,7 +203,7 @@ def group_normalized_advantage(
     unequal lengths the weight falls as fewer others reach step ``k``, which turns the direction too. And
     ``sigma_k`` is computed from ``G_k^j`` itself, so the division correlates the weight with the episode's own
     actions, a bias with no closed form. A step that no other episode of its group reaches gets no gradient.
-    ``values`` and ``gae_lambda`` are not used; unmasked entries are 0 and the targets are the returns ``G``.
+    Unmasked entries are 0 and the targets are the returns ``G``.
     """
     comparison = _compare_within_groups(rewards, episode_ends, mask, gamma, groups)
     count = comparison.cell_count
@@ -257,11 +217,29 @@ def group_normalized_advantage(
     return advantages, comparison.returns
 
 
-# The estimator of each of Reinforce's baselines.
-ADVANTAGE_ESTIMATORS: dict[str, AdvantageEstimator] = {
-    "none": reward_to_go,
-    "mean": batch_mean_baseline,
-    "value": generalized_advantage,
-    "loo": leave_one_out_baseline,
-    "grpo": group_normalized_advantage,
-}
+def estimate_advantages(
+    baseline: Baseline,
+    rewards: ArrayLike,
+    episode_ends: ArrayLike,
+    mask: ArrayLike,
+    gamma: float,
+    *,
+    values: ArrayLike | None = None,
+    gae_lambda: float = 1.0,
+    groups: ArrayLike | None = None,
+) -> Advantages:
+    """The advantages and value targets of ``baseline``'s estimator, given what it reads: ``values`` (``V(s_t)`` on
+    the ``(T, N)`` grid) and ``gae_lambda`` for "value", ``groups`` for "loo" and "grpo"."""
+    if baseline == "none":
+        return reward_to_go(rewards, episode_ends, gamma)
+    if baseline == "mean":
+        return batch_mean_baseline(rewards, episode_ends, mask, gamma)
+    if baseline == "value":
+        if values is None:
+            raise ValueError("baseline='value' needs the critic's values V(s_t)")
+        return generalized_advantage(rewards, episode_ends, values, gamma, gae_lambda)
+    if baseline == "loo":
+        return leave_one_out_baseline(rewards, episode_ends, mask, gamma, groups)
+    if baseline == "grpo":
+        return group_normalized_advantage(rewards, episode_ends, mask, gamma, groups)
+    raise ValueError(f"baseline must be one of {BASELINES}, got {baseline!r}")

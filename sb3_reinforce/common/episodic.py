@@ -43,17 +43,20 @@ further continues exactly as the uninterrupted run would have.
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
-from stable_baselines3.common.type_aliases import MaybeCallback
+from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 from stable_baselines3.common.utils import obs_as_tensor
 from stable_baselines3.common.vec_env import VecEnv
 
+from sb3_reinforce.common.dealer import EpisodeDealer
 from sb3_reinforce.common.episode_buffer import EpisodeBuffer
 from sb3_reinforce.common.fast_actor import NumpyActor
 
@@ -76,16 +79,9 @@ def check_finite_observations(observations: Any, num_timesteps: int) -> None:
 MAX_EPISODES = 100_000
 
 
-def _is_integer(value: Any) -> bool:
+def is_integer(value: Any) -> bool:
     """An integer (numpy's included); a bool is not one, though Python counts it as an int."""
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
-def first_episodes(n_episodes: int, n_envs: int) -> np.ndarray:
-    """Counted episodes each env starts at the reset: one each, or one for the first ``n_episodes`` envs."""
-    dealt = np.zeros(n_envs, dtype=np.int64)
-    dealt[: min(n_episodes, n_envs)] = 1
-    return dealt
 
 
 def check_same_start(observations: Any, n_groups: int, group_size: int) -> None:
@@ -105,20 +101,20 @@ def check_same_start(observations: Any, n_groups: int, group_size: int) -> None:
             )
 
 
-def check_episodic_arguments(n_episodes: Any, group_size: Any, max_episode_steps: Any) -> None:
+def check_episodic_arguments(n_episodes: Any, group_size: Any, hang_guard_steps: Any) -> None:
     """Raise ValueError naming the first of the batch's arguments that is out of its range."""
-    if not (_is_integer(n_episodes) and 2 <= n_episodes <= MAX_EPISODES):
+    if not (is_integer(n_episodes) and 2 <= n_episodes <= MAX_EPISODES):
         raise ValueError(
             f"n_episodes must be an integer in [2, {MAX_EPISODES:,}] (one episode's gradient random-walks; "
             f"a batch is held in memory), got {n_episodes!r}"
         )
-    if not (_is_integer(group_size) and group_size >= 1 and n_episodes % group_size == 0):
+    if not (is_integer(group_size) and group_size >= 1 and n_episodes % group_size == 0):
         raise ValueError(
             f"group_size must be an integer >= 1 that divides n_episodes={n_episodes} (a batch is made of whole "
             f"groups), got {group_size!r}"
         )
-    if not (_is_integer(max_episode_steps) and max_episode_steps >= 1):
-        raise ValueError(f"max_episode_steps must be an integer >= 1, got {max_episode_steps!r}")
+    if not (is_integer(hang_guard_steps) and hang_guard_steps >= 1):
+        raise ValueError(f"hang_guard_steps must be an integer >= 1, got {hang_guard_steps!r}")
 
 
 class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
@@ -127,32 +123,38 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
     Subclasses implement ``train()`` over ``self.rollout_buffer`` (an :class:`EpisodeBuffer`).
 
     :param n_episodes: Complete episodes per update (>= 2), split over the envs before collecting.
-    :param group_size: Episodes per same-start group (>= 1; 1: no groups). With ``G >= 2`` the episodes are dealt
-        in rounds of groups of ``G`` members reset with one seed (see the module doc); ``n_episodes`` and
-        ``n_envs`` must be multiples of ``G``.
-    :param max_episode_steps: Bound on the length of one episode (>= 1). An env that has not ended an episode
-        after this many steps raises ``RuntimeError`` instead of collecting forever; wrap such envs in
-        ``gymnasium.wrappers.TimeLimit``.
+    :param hang_guard_steps: The hang guard (>= 1): an env whose episode has run this many steps without ending
+        raises ``RuntimeError`` instead of collecting forever. It cuts no episode (gymnasium's ``max_episode_steps``
+        does): wrap envs that may never end in ``gymnasium.wrappers.TimeLimit``.
     :param use_fast_actor: Collect with the numpy actor of :mod:`sb3_reinforce.common.fast_actor` when the
         policy allows it (``self.fast_actor_reason`` says why it does not). Both paths sample the same
         distribution; the numpy one is several times faster for small MLPs on the CPU.
+    :param group_size: Episodes per same-start group (>= 1; 1: no groups). With ``G >= 2`` the episodes are dealt
+        in rounds of groups of ``G`` members reset with one seed (see the module doc); ``n_episodes`` and
+        ``n_envs`` must be multiples of ``G``.
     """
 
+    # SB3 types it as its RolloutBuffer, whose fixed n_steps rows per env an episodic batch does not have.
     rollout_buffer: EpisodeBuffer  # type: ignore[assignment]
+    # Rows per env the rollout buffer holds when the model is set up (SB3's on-policy algorithms hold n_steps);
+    # a collection that needs more doubles them, and they are kept for the next ones.
+    initial_buffer_rows: ClassVar[int] = 256
 
     def __init__(
         self,
-        *args: Any,
+        policy: str | type[ActorCriticPolicy],
+        env: GymEnv | str,
+        *,
         n_episodes: int,
-        max_episode_steps: int,
+        hang_guard_steps: int,
         use_fast_actor: bool = True,
         group_size: int = 1,
         **kwargs: Any,
     ) -> None:
         # Checked before SB3's constructor makes (or steps) any env.
-        check_episodic_arguments(n_episodes, group_size, max_episode_steps)
+        check_episodic_arguments(n_episodes, group_size, hang_guard_steps)
         window = kwargs.get("stats_window_size", 100)
-        if not (_is_integer(window) and window >= 1):
+        if not (is_integer(window) and window >= 1):
             raise ValueError(f"stats_window_size must be an integer >= 1 (episodes averaged), got {window!r}")
         device = kwargs.get("device", "auto")
         try:
@@ -165,7 +167,7 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
             raise TypeError("n_steps is not an argument of an episodic algorithm: its batches are n_episodes episodes")
         self.n_episodes = int(n_episodes)
         self.group_size = int(group_size)
-        self.max_episode_steps = max_episode_steps
+        self.hang_guard_steps = hang_guard_steps
         self.use_fast_actor = use_fast_actor
         self.fast_actor: NumpyActor | None = None
         self.fast_actor_reason: str | None = None
@@ -174,29 +176,41 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         self._fresh_reset = False
         # SB3's n_steps is a hyperparameter (steps per env per update); here the batch is counted in episodes and
         # n_steps is only what the last collection took: 0 before the first one, then its steps per env.
-        super().__init__(*args, n_steps=0, **kwargs)  # type: ignore[misc]
+        super().__init__(policy, env, n_steps=0, **kwargs)
 
     def _excluded_save_params(self) -> list[str]:
         # The actor holds numpy copies of the weights, rebuilt from the policy on load.
         return [*super()._excluded_save_params(), "fast_actor"]
 
+    def _adopt_saved_names(self) -> None:
+        """Models saved before ``max_episode_steps`` was renamed ``hang_guard_steps``: SB3's load() writes a zip's
+        data under the names it was saved with, so their bound arrives under the old name."""
+        if "max_episode_steps" in self.__dict__:
+            self.hang_guard_steps = self.__dict__.pop("max_episode_steps")
+
     def _setup_model(self) -> None:
+        # Not SB3's _setup_model: it allocates a RolloutBuffer of n_steps rows, which an episodic batch has not.
+        self._adopt_saved_names()
         # Again here: SB3's load() writes the saved data and its keyword arguments over what the constructor checked.
-        check_episodic_arguments(self.n_episodes, self.group_size, self.max_episode_steps)
-        self._setup_lr_schedule()
-        self.set_random_seed(self.seed)
-        self.policy = self.policy_class(  # type: ignore[assignment]
-            self.observation_space, self.action_space, self.lr_schedule, use_sde=self.use_sde, **self.policy_kwargs
-        )
-        self.policy = self.policy.to(self.device)
-        # SB3's warning for an MLP on a GPU, as A2C and PPO give it (the numpy fast actor needs the CPU too).
-        self._maybe_recommend_cpu()
+        check_episodic_arguments(self.n_episodes, self.group_size, self.hang_guard_steps)
         if self.n_envs % self.group_size:
             raise ValueError(
                 f"group_size={self.group_size} needs a number of envs that it divides (a group's episodes run on "
                 f"group_size envs at once), got n_envs={self.n_envs}"
             )
-        self.rollout_buffer = EpisodeBuffer(self.observation_space, self.action_space, self.n_envs)
+        self._setup_lr_schedule()
+        self.set_random_seed(self.seed)
+        policy = self.policy_class(
+            self.observation_space, self.action_space, self.lr_schedule, use_sde=self.use_sde, **self.policy_kwargs
+        )
+        if not isinstance(policy, ActorCriticPolicy):
+            raise TypeError(f"{type(self).__name__} needs an ActorCriticPolicy, got {type(policy).__name__}")
+        self.policy = policy.to(self.device)
+        # SB3's warning for an MLP on a GPU, as A2C and PPO give it (the numpy fast actor needs the CPU too).
+        self._maybe_recommend_cpu()
+        self.rollout_buffer = EpisodeBuffer(
+            self.observation_space, self.action_space, self.n_envs, initial_capacity=self.initial_buffer_rows
+        )
         if self.n_episodes < self.n_envs:
             warnings.warn(
                 f"n_episodes={self.n_episodes} < n_envs={self.n_envs}: {self.n_envs - self.n_episodes} envs "
@@ -218,21 +232,6 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
     def _env_seed(self) -> int:
         assert self._rng is not None, "_setup_model() sets the generator"
         return int(self._rng.integers(2**31))
-
-    def _start_round(self, env: VecEnv, remaining: int) -> tuple[Any, np.ndarray]:
-        """Reset every env for a round of same-start groups, and deal one group to each slot of ``group_size``
-        envs while fewer than ``remaining`` episodes are dealt (whole slots: both are multiples of the size).
-
-        :return: the observations of the reset, and the counted episodes each env starts (1 or 0)
-        """
-        size = self.group_size
-        dealt = first_episodes(remaining, env.num_envs)
-        n_groups = int(dealt.sum()) // size
-        for group in range(n_groups):
-            env.env_method("reset", seed=self._env_seed(), indices=list(range(group * size, (group + 1) * size)))
-        observations = env.reset()
-        check_same_start(observations, n_groups, size)
-        return observations, dealt
 
     def _setup_learn(
         self,
@@ -258,6 +257,60 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         super()._update_current_progress_remaining(num_timesteps, total_timesteps)
         self._current_progress_remaining = max(self._current_progress_remaining, 0.0)
 
+    # ------------------------------------------------------------------------------------------------ collection
+
+    def _start_episodes(self, env: VecEnv, dealer: EpisodeDealer, row: int) -> Any:
+        """Reset the envs and deal the episodes that start at row ``row``; return the observations of the reset.
+
+        With same-start groups, the members of each group dealt are first reset with one seed of their own (see the
+        module doc), and checked to start from one observation.
+        """
+        observations: Any
+        if self.group_size == 1:
+            if self._fresh_reset:
+                # SB3's _setup_learn has just reset the env, from a seed of ours: start from there.
+                observations = self._last_obs
+            else:
+                env.seed(self._env_seed())
+                observations = env.reset()
+            dealer.deal_round(row)
+            return observations
+        size = self.group_size
+        n_groups = dealer.deal_round(row)
+        for group in range(n_groups):
+            env.env_method("reset", seed=self._env_seed(), indices=list(range(group * size, (group + 1) * size)))
+        observations = env.reset()
+        check_same_start(observations, n_groups, size)
+        return observations
+
+    def _sampler(self, buffer: EpisodeBuffer) -> Callable[[int, Any], None]:
+        """How this collection samples: ``sample(t, observations)`` stores row ``t``'s observations in ``buffer``
+        and writes the actions drawn for them into ``buffer.actions[t]``, with the numpy actor or the torch policy."""
+        actor = self.fast_actor
+        if actor is None:
+            self.policy.set_training_mode(False)
+            assert self._rng is not None, "_setup_model() sets the generator"
+            th.manual_seed(int(self._rng.integers(2**63)))
+
+            def sample_torch(t: int, observations: Any) -> None:
+                buffer.store_observation(t, observations)
+                self._sample_torch(observations, buffer.actions[t])
+
+            return sample_torch
+        # The numpy actor never runs the torch modules, so their train/eval mode does not matter here, and not
+        # toggling it saves a walk over every module twice per update.
+        actor.sync()
+        actor.discard_noise()
+
+        def sample_numpy(t: int, observations: Any) -> None:
+            # The actor takes no Dict observations (NumpyActor.from_policy), and reads its input from the buffer's
+            # row. The buffer's arrays are looked up at each step: a longer collection reallocates them.
+            stored = cast(np.ndarray, buffer.observations)[t]
+            stored[...] = observations
+            actor.act(stored, buffer.actions[t])
+
+        return sample_numpy
+
     def _sample_torch(self, observations: Any, actions: np.ndarray) -> None:
         with th.no_grad():
             obs_tensor = obs_as_tensor(observations, self.device)
@@ -268,6 +321,37 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
                 raise
         actions[:] = sampled.cpu().numpy().reshape(actions.shape)
 
+    def _env_actions(self, actions: np.ndarray) -> np.ndarray:
+        """SB3's post-processing of sampled actions, as its collection does it: a tanh-squashed Box action lies in
+        [-1, 1] and is rescaled to the bounds; another Box action (an unbounded Gaussian's) is clipped to them."""
+        if not isinstance(self.action_space, spaces.Box):
+            return actions
+        if self.policy.squash_output:
+            return self.policy.unscale_action(actions)
+        return np.clip(actions, self.action_space.low, self.action_space.high)
+
+    def _store_transition(
+        self, buffer: EpisodeBuffer, dealer: EpisodeDealer, t: int, rewards: np.ndarray, dones: np.ndarray, infos: Any
+    ) -> None:
+        """Store row ``t``'s rewards and endings, and mark each counted episode that ended there in ``buffer``."""
+        buffer.rewards[t] = rewards
+        buffer.episode_ends[t] = dones
+        if not dones.any():
+            return
+        self._update_info_buffer(infos, dones)
+        for episode in dealer.end_episodes(np.flatnonzero(dones), t):
+            info = infos[episode.env]
+            if info.get("TimeLimit.truncated", False) and info.get("terminal_observation") is not None:
+                buffer.truncations.append((t, episode.env, info["terminal_observation"]))
+            buffer.count_episode(episode.env, episode.first, t, episode.group)
+
+    def _raise_hang(self, dealer: EpisodeDealer, rows: int) -> None:
+        env, steps = dealer.longest_running(rows)
+        raise RuntimeError(
+            f"env {env} has run {steps} steps without ending an episode (hang_guard_steps={self.hang_guard_steps}); "
+            "wrap it in gymnasium.wrappers.TimeLimit or raise hang_guard_steps"
+        )
+
     def collect_rollouts(  # type: ignore[override]
         self,
         env: VecEnv,
@@ -275,140 +359,58 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         rollout_buffer: EpisodeBuffer,
         n_rollout_steps: int = 0,
     ) -> bool:
-        """Collect ``n_episodes`` complete episodes with the current policy (``n_rollout_steps`` is ignored).
+        """Collect ``n_episodes`` complete episodes with the current policy into ``rollout_buffer``.
+
+        ``n_rollout_steps`` is SB3's: its ``learn()`` passes ``n_steps`` (a batch here is counted in episodes).
 
         :return: False if a callback stopped training (the partial batch is then dropped, never trained on).
         """
-        actor = self.fast_actor
-        rng = self._rng
-        assert rng is not None, "_setup_model() sets the generator"
         # Before the first draw of this collection: a callback that saves the run here (the zoo's checkpoints)
         # saves the generators as they are at an update boundary, so a run resumed from it continues bit for bit.
         callback.on_rollout_start()
-        # dealt[i]: counted episodes env i has started; finished[i]: those it has ended. Env i runs a counted
-        # episode while finished[i] < dealt[i]; once equal with nothing left to deal, its steps go unused.
-        grouped = self.group_size > 1
-        observations: Any
-        if grouped:
-            observations, dealt = self._start_round(env, self.n_episodes)
-        else:
-            if self._fresh_reset:
-                # SB3's _setup_learn has just reset the env, from a seed of ours: start from there.
-                observations = self._last_obs
-            else:
-                env.seed(self._env_seed())
-                observations = env.reset()
-            dealt = first_episodes(self.n_episodes, env.num_envs)
+        dealer = EpisodeDealer(self.n_episodes, env.num_envs, self.group_size)
+        observations = self._start_episodes(env, dealer, 0)
         self._fresh_reset = False
-        if actor is None:
-            self.policy.set_training_mode(False)
-            th.manual_seed(int(rng.integers(2**63)))
-        else:
-            # The numpy actor never runs the torch modules, so their train/eval mode does not matter here, and
-            # not toggling it saves a walk over every module twice per update.
-            actor.sync()
-            actor.discard_noise()
-        buffer = rollout_buffer
-        buffer.reset()
-        n_dealt = int(dealt.sum())
-        # The group of the counted episode each env runs: without groups the whole batch is group 0; with them,
-        # envs i * group_size .. (i + 1) * group_size - 1 run the round's group i, numbered on across rounds.
-        slot = np.arange(env.num_envs) // self.group_size if grouped else np.zeros(env.num_envs, dtype=np.int64)
-        group = slot
-        finished = np.zeros(env.num_envs, dtype=np.int64)
-        episode_start = np.zeros(env.num_envs, dtype=np.int64)
-        box_actions = isinstance(self.action_space, spaces.Box)
-
+        sample = self._sampler(rollout_buffer)
+        rollout_buffer.reset()
         if self.use_sde:
             self.policy.reset_noise(env.num_envs)
-        num_envs = env.num_envs
-        unmet = n_dealt
-        dict_obs = isinstance(buffer.observations, dict)
         # The buffer keeps each env's action flat; callbacks and the env see SB3's shape, (n_envs, *action shape).
-        action_shape: tuple[int, ...] = (num_envs, *(self.action_space.shape or ()))
-        # The start of the oldest episode still counted: compared every step (one subtraction), recomputed only
-        # when an episode ends, so max_episode_steps holds exactly at no measurable cost.
-        oldest_start = 0
+        action_shape = (env.num_envs, *(self.action_space.shape or ()))
+
         t = 0
-        while unmet:
-            if t == buffer.capacity:
-                buffer.ensure_row(t)
-            action_row = buffer.actions[t]
+        while dealer.running:
+            rollout_buffer.ensure_row(t)
             if self.use_sde and self.sde_sample_freq > 0 and t > 0 and t % self.sde_sample_freq == 0:
-                self.policy.reset_noise(num_envs)
-            if dict_obs or actor is None:
-                buffer.store_observation(t, observations)
-                self._sample_torch(observations, action_row)
-            else:
-                stored = buffer.observations[t]  # type: ignore[index]
-                stored[...] = observations
-                actor.act(stored, action_row)
+                self.policy.reset_noise(env.num_envs)
+            sample(t, observations)
             # The names and shapes of SB3's collection, which callbacks read from their locals: `actions` as
             # sampled (a view of the buffer's row), `clipped_actions` as the env gets them, `n_steps` so far.
-            actions = action_row.reshape(action_shape)
+            actions = rollout_buffer.actions[t].reshape(action_shape)
+            clipped_actions = self._env_actions(actions)
             n_steps = t
-            if not box_actions:
-                clipped_actions = actions
-            elif self.policy.squash_output:
-                # A tanh-squashed action lies in [-1, 1]: rescale it to the bounds instead of clipping it.
-                clipped_actions = self.policy.unscale_action(actions)
-            else:
-                assert isinstance(self.action_space, spaces.Box)
-                clipped_actions = np.clip(actions, self.action_space.low, self.action_space.high)
 
             new_obs, rewards, dones, infos = env.step(clipped_actions)
-            self.num_timesteps += num_envs
+            self.num_timesteps += env.num_envs
             callback.update_locals(locals())
             if not callback.on_step():
                 return False
 
-            buffer.rewards[t] = rewards
-            buffer.episode_ends[t] = dones
-            if dones.any():
-                self._update_info_buffer(infos, dones)
-                for index in np.flatnonzero(dones):
-                    if finished[index] >= dealt[index]:
-                        continue
-                    info = infos[index]
-                    if info.get("TimeLimit.truncated", False) and info.get("terminal_observation") is not None:
-                        buffer.truncations.append((t, int(index), info["terminal_observation"]))
-                    buffer.count_episode(int(index), int(episode_start[index]), t, int(group[index]))
-                    finished[index] += 1
-                    episode_start[index] = t + 1
-                    if n_dealt < self.n_episodes and not grouped:
-                        # Decided before the new episode's first step: the choice cannot depend on its outcome.
-                        dealt[index] += 1
-                        n_dealt += 1
-                    else:
-                        unmet -= 1
-                counted = episode_start[finished < dealt]
-                oldest_start = int(counted.min()) if counted.size else t + 1
+            self._store_transition(rollout_buffer, dealer, t, rewards, dones, infos)
             observations = new_obs
             t += 1
-            buffer.n_steps = t
-            if not unmet and n_dealt < self.n_episodes:
-                # Only with groups: the round's episodes have all ended and groups remain to deal. The reset ends
-                # the (unused) episodes the envs were running, so no return crosses it.
-                buffer.episode_ends[t - 1] = True
-                observations, round_dealt = self._start_round(env, self.n_episodes - n_dealt)
-                group = n_dealt // self.group_size + slot
-                dealt += round_dealt
-                unmet = int(round_dealt.sum())
-                n_dealt += unmet
-                episode_start[:] = t
-                oldest_start = t
-            if t - oldest_start > self.max_episode_steps:
-                running = np.where(finished < dealt, t - episode_start, 0)
-                raise RuntimeError(
-                    f"env {int(running.argmax())} has run {int(running.max())} steps without ending an "
-                    f"episode (max_episode_steps={self.max_episode_steps}); wrap it in "
-                    "gymnasium.wrappers.TimeLimit or raise max_episode_steps"
-                )
+            rollout_buffer.n_steps = t
+            if dealer.round_over:
+                # Only with groups. The reset ends the (unused) episodes the envs were running: no return crosses it.
+                rollout_buffer.episode_ends[t - 1] = True
+                observations = self._start_episodes(env, dealer, t)
+            if t - dealer.oldest_first_row > self.hang_guard_steps:
+                self._raise_hang(dealer, t)
 
         self._last_obs = observations
         self.n_steps = t
-        self.logger.record("rollout/unused_frac", buffer.unused_fraction())
-        self.logger.record("rollout/n_episodes", n_dealt)
+        self.logger.record("rollout/unused_frac", rollout_buffer.unused_fraction())
+        self.logger.record("rollout/n_episodes", dealer.n_dealt)
         callback.update_locals(locals())
         callback.on_rollout_end()
         return True

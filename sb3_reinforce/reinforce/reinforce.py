@@ -1,207 +1,53 @@
 from __future__ import annotations
 
-from typing import Any, ClassVar, TypeVar, cast
+import warnings
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from stable_baselines3.common.policies import ActorCriticPolicy, BaseModel, BasePolicy
-from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.utils import FloatSchedule, explained_variance, obs_as_tensor, update_learning_rate
 from torch.nn import functional as F
 
-from sb3_reinforce.common.advantages import ADVANTAGE_ESTIMATORS, AdvantageEstimator
-from sb3_reinforce.common.episodic import EpisodicOnPolicyAlgorithm, _is_integer, check_finite_observations
+from sb3_reinforce.common.advantages import Baseline, estimate_advantages
+from sb3_reinforce.common.episodic import EpisodicOnPolicyAlgorithm, check_finite_observations, is_integer
+from sb3_reinforce.reinforce.critic import critic_parameters, fit_critic
+from sb3_reinforce.reinforce.hyperparameters import CriticUpdate, check_hyperparameters
 from sb3_reinforce.reinforce.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
 
 SelfReinforce = TypeVar("SelfReinforce", bound="Reinforce")
 
-BASELINES = tuple(ADVANTAGE_ESTIMATORS)
-# The baselines that compare an episode with others, within its same-start group when there are groups.
-COMPARING_BASELINES = ("loo", "grpo")
 
-
-def _check(condition: bool, message: str) -> None:
-    if not condition:
-        raise ValueError(message)
-
-
-def _is_real(value: Any) -> bool:
-    """A real number (a bool or a string is not one, though Python compares them with numbers or raises)."""
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-
-
-def _positive_finite(value: Any) -> bool:
-    if isinstance(value, (str, bytes, bool)):  # float() would accept "1e-3" and True
-        return False
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return False
-    return bool(np.isfinite(number)) and number > 0.0
-
-
-def _take(features: th.Tensor | dict[str, th.Tensor], rows: slice | th.Tensor) -> th.Tensor | dict[str, th.Tensor]:
-    if isinstance(features, dict):
-        return {key: value[rows] for key, value in features.items()}
-    return features[rows]
-
-
-def _features(
-    policy: ActorCriticPolicy, observations: th.Tensor | dict[str, th.Tensor], extractor: BaseFeaturesExtractor
-) -> th.Tensor:
-    # ActorCriticPolicy.extract_features ignores the extractor it is given when extractors are not shared.
-    return cast(th.Tensor, BaseModel.extract_features(policy, observations, extractor))
-
-
-def check_hyperparameters(
-    *,
-    learning_rate: Any,
-    gamma: Any,
-    baseline: Any,
-    group_size: Any,
-    gae_lambda: Any,
-    ent_coef: Any,
-    vf_coef: Any,
-    vf_learning_rate: Any,
-    vf_n_epochs: Any,
-    vf_batch_size: Any,
-    max_grad_norm: Any,
-    sde_sample_freq: Any,
-    allow_zero_learning_rate: bool = False,
-) -> None:
-    """Raise ValueError naming the first of :class:`Reinforce`'s own hyperparameters that is out of its range (the
-    base class checks ``n_episodes``, ``group_size``'s divisibility and ``max_episode_steps``).
-
-    ``allow_zero_learning_rate`` allows a ``learning_rate`` of 0: a model loaded for inference only, as rl_zoo3's
-    ``enjoy`` loads one with SB3's ``custom_objects={"learning_rate": 0.0, ...}`` (training then checks the rate at
-    each update: 0 leaves the policy where it is).
-    """
-    _check(_is_real(gamma) and 0.0 <= gamma <= 1.0, f"gamma must be a number in [0, 1], got {gamma!r}")
-    _check(baseline in BASELINES, f"baseline must be one of {BASELINES}, got {baseline!r}")
-    _check(
-        baseline in COMPARING_BASELINES or not (_is_integer(group_size) and group_size > 1),
-        f"group_size={group_size!r} needs baseline 'loo' or 'grpo', which compare a group's episodes "
-        f"(got baseline={baseline!r}); leave it at 1",
-    )
-    _check(
-        _is_real(gae_lambda) and 0.0 <= gae_lambda <= 1.0,
-        f"gae_lambda must be a number in [0, 1], got {gae_lambda!r}",
-    )
-    _check(
-        baseline == "value" or gae_lambda == 1.0,
-        f"gae_lambda={gae_lambda!r} needs baseline='value' (got baseline={baseline!r}); leave it at 1.0",
-    )
-    _check(
-        callable(ent_coef) or ent_coef == 0 or _positive_finite(ent_coef),
-        f"ent_coef must be a finite number >= 0 or a schedule, got {ent_coef!r}",
-    )
-    _check(
-        _is_real(vf_coef) and 0.0 <= vf_coef < np.inf,  # nan fails too
-        f"vf_coef must be >= 0 and finite, got {vf_coef!r}",
-    )
-    _check(
-        callable(vf_learning_rate) or _positive_finite(vf_learning_rate),
-        f"vf_learning_rate must be a finite number > 0 or a schedule, got {vf_learning_rate!r}",
-    )
-    _check(
-        _is_integer(vf_n_epochs) and vf_n_epochs >= 0,
-        f"vf_n_epochs must be an integer >= 0 (0: train the critic jointly with the policy), got {vf_n_epochs!r}",
-    )
-    _check(
-        vf_batch_size is None or (_is_integer(vf_batch_size) and vf_batch_size >= 1),
-        f"vf_batch_size must be an integer >= 1 or None (full batch), got {vf_batch_size!r}",
-    )
-    # inf is allowed: a norm no gradient reaches, which is what None does.
-    _check(
-        max_grad_norm is None or (_is_real(max_grad_norm) and max_grad_norm > 0.0),
-        f"max_grad_norm must be > 0 or None (no clipping), got {max_grad_norm!r}",
-    )
-    _check(
-        callable(learning_rate)
-        or _positive_finite(learning_rate)
-        or (allow_zero_learning_rate and _is_real(learning_rate) and learning_rate == 0),
-        f"learning_rate must be > 0 and finite, or a schedule, got {learning_rate!r}",
-    )
-    _check(
-        _is_integer(sde_sample_freq) and (sde_sample_freq == -1 or sde_sample_freq >= 1),
-        f"sde_sample_freq must be -1 (once per collection) or an integer >= 1, got {sde_sample_freq!r}",
-    )
+def _deprecated_spellings(
+    hang_guard_steps: int, max_episode_steps: int | None, vf_update: CriticUpdate, vf_n_epochs: Any
+) -> tuple[int, CriticUpdate]:
+    """``(hang_guard_steps, vf_update)`` with the old spellings warned of and applied: ``max_episode_steps``, which
+    saved agents' config.json files carry, and ``vf_n_epochs=0``, which the zoo's recorded tuning commands use."""
+    if max_episode_steps is not None:
+        message = "max_episode_steps is now hang_guard_steps (it raises, it cuts no episode)"
+        warnings.warn(message, DeprecationWarning, stacklevel=3)
+        hang_guard_steps = max_episode_steps
+    if is_integer(vf_n_epochs) and vf_n_epochs == 0:
+        message = "vf_n_epochs=0 for the joint critic update is deprecated: pass vf_update='joint'"
+        warnings.warn(message, DeprecationWarning, stacklevel=3)
+        vf_update = "joint"
+    return hang_guard_steps, vf_update
 
 
 class Reinforce(EpisodicOnPolicyAlgorithm):
-    """REINFORCE, the Monte Carlo policy gradient (Williams, 1992).
+    """REINFORCE, the Monte Carlo policy gradient, with a choice of baselines (Williams, 1992).
 
-    Paper: "Simple statistical gradient-following algorithms for connectionist reinforcement learning",
-    Machine Learning 8, 229-256 (1992). Each update uses ``n_episodes`` complete episodes produced by the current
-    parameters (see :mod:`sb3_reinforce.common.episodic` for how they are collected without bias) and ascends
+    Paper: https://doi.org/10.1007/BF00992696 ("Simple statistical gradient-following algorithms for connectionist
+    reinforcement learning", Machine Learning 8, 229-256). Baselines: GAE (https://arxiv.org/abs/1506.02438) for
+    the critic, RLOO (https://arxiv.org/abs/2402.14740) and GRPO (https://arxiv.org/abs/2402.03300) for the
+    comparing ones. Introduction: https://spinningup.openai.com/en/latest/algorithms/vpg.html
 
-        J(theta) ~ 1/B * sum_t  A_t * log pi_theta(a_t | s_t)  +  ent_coef * H(pi_theta(. | s_t))
-
-    over the ``B`` steps of the batch, in one forward pass over the whole flattened batch (log-probabilities are
-    recomputed there; no autograd graph is kept during collection). ``A_t`` is built from the reward-to-go
-    ``G_t = r_t + gamma * G_{t+1}`` within the episode (``G`` of the step after the episode's last is 0; a return
-    never crosses an episode or an env boundary):
-
-    - ``baseline="none"``: ``A_t = G_t``
-    - ``baseline="mean"``: ``A_t = G_t - mean(G)`` over the batch (the seed reference's batch-mean baseline)
-    - ``baseline="value"``: a learned critic ``V``; ``A_t`` is GAE(gamma, gae_lambda) over the episode, which for
-      ``gae_lambda=1`` is ``G_t - V(s_t)``.
-    - ``baseline="loo"``: leave-one-out (RLOO, Ahmadian et al. 2024, made time-indexed): step ``k`` of an episode
-      minus the mean ``G_k`` of the *other* episodes of its group still running at their step ``k`` (0 where none
-      is). It never uses the episode's own actions, so the gradient stays unbiased, with no critic to fit.
-    - ``baseline="grpo"``: GRPO's group-normalized advantage (Shao et al. 2024), ``(G_k - mean) / std`` over the
-      group's episodes running at ``k``, the episode included: biased (see
-      :func:`~sb3_reinforce.common.advantages.group_normalized_advantage`), as GRPO is.
-
-    The group of "loo" and "grpo" is the whole batch, or with ``group_size >= 2`` the ``group_size`` episodes
-    that started from one state: they are dealt in rounds, the members of a group being reset with one seed on
-    ``group_size`` envs at once (:mod:`sb3_reinforce.common.episodic`). Same-start groups compare episodes whose
-    expected returns are equal, so the baseline removes the start state's share of the variance too (and costs a
-    little where the start matters little: the members are correlated through it).
-
-    The critic (``baseline="value"``) is fitted as in the vanilla policy gradient of Schulman et al. (2016) and
-    OpenAI Spinning Up's VPG. Each update, on one batch:
-
-    1. the advantages are computed with the critic as it was during collection;
-    2. the policy takes ONE step (``learning_rate``, ``max_grad_norm``), so the policy gradient stays the
-       unbiased on-policy estimate it is without a critic;
-    3. the critic alone is then regressed ``vf_n_epochs`` times over the batch, with its own optimizer (the
-       policy's ``optimizer_class`` and ``optimizer_kwargs``) at ``vf_learning_rate``, in minibatches of
-       ``vf_batch_size`` steps (or the whole batch). Its targets are the lambda-returns
-       ``A_t + V_old(s_t)``, fixed for the whole fit: for ``gae_lambda=1`` the Monte Carlo returns ``G_t``
-       (bootstrapped at a time-limit cut, below).
-
-    Only the critic's own parameters move in step 3: ``mlp_extractor.value_net``, ``value_net``, and
-    ``vf_features_extractor`` when the policy does not share its features extractor. A shared extractor
-    (CnnPolicy's default) is trained by the policy step alone; the critic fits its head on the features the
-    policy learns. With ``vf_n_epochs=0`` the critic is instead trained jointly with the policy, in the same
-    step and optimizer, on the loss ``policy_loss + vf_coef * value_loss`` (SB3's A2C way: one critic step per
-    batch).
-
-    Time limits: an episode cut by a time limit (``TimeLimit.truncated``) is bootstrapped with
-    ``gamma * V(terminal observation)`` when ``baseline="value"``; with the other baselines there is no critic to
-    bootstrap with, so its return simply ends at the cut (as if the episode had terminated there; "loo" and "grpo"
-    compare such an episode with the others only up to its cut).
-
-    Normalization: the policy loss is the MEAN over the batch's steps. The seed reference divides the SUM over
-    steps by the number of episodes instead, so its gradient is this one times ``B / n_episodes``.
-
-    Logged, under SB3's names where A2C/PPO have one: ``train/entropy_loss`` (minus the mean entropy),
-    ``train/policy_loss`` (a surrogate whose VALUE means nothing, only its gradient does), ``train/loss``,
-    ``train/std`` (Gaussian policies with a state-independent std), ``train/learning_rate``, ``rollout/ep_rew_mean``
-    (Monitor). Ours: ``train/entropy`` (watch it: its collapse precedes a plateau of the return), ``train/ent_coef``,
-    ``train/grad_norm`` (before clipping), ``train/batch_size`` and ``rollout/unused_frac``. With a critic,
-    ``train/value_loss`` and ``train/explained_variance`` of the critic that made the advantages, and after the fit
-    ``train/value_loss_after_fit`` and ``train/explained_variance_after_fit``: their gap is what the fit gained.
-
-    What is saved: SB3's actor-critic policy always holds a value head (``mlp_extractor.value_net`` and
-    ``value_net``), and it is saved with the policy. Without a critic (``baseline`` "none", "mean", "loo" or
-    "grpo") it is in no optimizer and keeps its initial weights: it never influences an update or an action.
-    ``Reinforce.load(path, **kwargs)`` checks the saved hyperparameters, with ``kwargs`` over them, as the
-    constructor checks its arguments: a ``ValueError`` naming the first one out of range (a ``learning_rate`` of 0,
-    SB3's way to load a model for inference only, is the one value allowed there and not here).
+    Each update takes ``n_episodes`` complete episodes produced by the current parameters and ascends
+    ``1/B * sum_t A_t * log pi(a_t | s_t) + ent_coef * H`` over their ``B`` steps in one policy step. The algorithm
+    page of the docs (``docs/guide/algorithm.md``) gives the estimators, how episodes are dealt without bias, the
+    critic's update, what is logged and what is saved.
 
     :param policy: The policy model to use (MlpPolicy, CnnPolicy, MultiInputPolicy, or an ActorCriticPolicy class)
     :param env: The environment to learn from (if registered in Gymnasium, can be a str)
@@ -209,7 +55,9 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
     :param n_episodes: Complete episodes per update, >= 2 (a single-episode gradient random-walks). Split as
         evenly as possible over the envs; keep it a multiple of ``n_envs`` so no env waits on another's extra one.
     :param gamma: Discount factor in [0, 1]; 1 is legitimate for episodic tasks
-    :param baseline: "none", "mean", "value", "loo" or "grpo" (see above)
+    :param baseline: What is subtracted from the return ``G_t``: "none" (``A_t = G_t``), "mean" (the batch mean of
+        ``G``), "value" (a learned critic, with GAE), "loo" (the other episodes' mean ``G`` at the same step of
+        their episode, unbiased) or "grpo" (GRPO's group-normalized advantage, biased)
     :param group_size: Episodes per same-start group, an integer >= 1 (1: no groups; "loo" and "grpo" then compare
         across the whole batch). ``group_size >= 2`` needs ``baseline`` "loo" or "grpo", an ``n_episodes`` and a
         number of envs that it divides, and an env whose start ``reset(seed=...)`` fixes (checked at each round's
@@ -220,14 +68,16 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
     :param ent_coef: Entropy bonus coefficient, >= 0 (a negative one would reward collapse), or a schedule of the
         remaining progress (from 1 to 0) whose values are >= 0: a bonus that decays keeps the policy exploring
         while no episode has found the reward yet, and stops distorting the policy it converges to
-    :param vf_coef: Value loss coefficient (>= 0) of the joint update, used with ``baseline="value"`` and
-        ``vf_n_epochs=0`` only
-    :param vf_learning_rate: The critic's learning rate (> 0), or a schedule of the remaining progress, used
-        with ``baseline="value"`` and ``vf_n_epochs >= 1``
-    :param vf_n_epochs: Passes of the critic fit over each batch (>= 0); 0 trains the critic jointly with the
-        policy instead (see above). The default, 2 passes of 256-step minibatches, explains less of the returns
-        than VPG's 80 full-batch passes but learned CartPole and Acrobot as well, at a fifth to a third of the CPU
-        (the docs' results page); the zoo's tuned entries keep their 80 full-batch passes
+    :param vf_update: How the critic of ``baseline="value"`` is trained: "fit" regresses it alone after the
+        policy step, with its own optimizer (``vf_learning_rate``, ``vf_n_epochs``, ``vf_batch_size``); "joint"
+        trains it in the policy's step on ``policy_loss + vf_coef * value_loss`` (A2C's way)
+    :param vf_coef: Value loss coefficient (>= 0) of ``vf_update="joint"``, read in that mode only
+    :param vf_learning_rate: The critic's learning rate (> 0), or a schedule of the remaining progress, of
+        ``vf_update="fit"``
+    :param vf_n_epochs: Passes of the critic fit over each batch (>= 1) with ``vf_update="fit"``. The default, 2
+        passes of 256-step minibatches, explains less of the returns than VPG's 80 full-batch passes but learned
+        CartPole and Acrobot as well, at a fifth to a third of the CPU (the docs' results page). 0 is the
+        deprecated spelling of ``vf_update="joint"`` (a ``DeprecationWarning``)
     :param vf_batch_size: Minibatch size (>= 1) of the critic fit, or None for full-batch steps (one step per
         pass)
     :param max_grad_norm: Gradient clipping norm (> 0), or None for no clipping
@@ -235,14 +85,13 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         False for the unbiased gradient of "none" or "loo")
     :param use_sde: Explore with generalized State-Dependent Exploration (gSDE, Raffin et al. 2022) instead of
         independent Gaussian noise at every step; ``Box`` actions only. The noise matrix is drawn per env at the
-        start of each collection (and every ``sde_sample_freq`` steps), so the exploration is smooth in time.
-        As in SB3's A2C/PPO, the update treats each step's action as an independent draw of the policy's
-        Gaussian (whose log-probability does not depend on the noise matrix). Collection then uses the torch
-        policy, not the numpy actor.
+        start of each collection (and every ``sde_sample_freq`` steps). Collection then uses the torch policy,
+        not the numpy actor.
     :param sde_sample_freq: With ``use_sde``, draw a new noise matrix every this many steps (>= 1), or -1 to
         draw it only at the start of each collection
-    :param max_episode_steps: Bound (>= 1) on one episode's length during collection: a longer one raises
-        ``RuntimeError`` instead of hanging. Use a TimeLimit wrapper for tasks that never end.
+    :param hang_guard_steps: The hang guard (>= 1): an episode that has run this many steps during collection
+        without ending raises ``RuntimeError`` instead of collecting forever. It cuts no episode, as gymnasium's
+        ``max_episode_steps`` does: use a TimeLimit wrapper for tasks that never end.
     :param use_fast_actor: Collect with the exact numpy actor when the policy allows it (Box/Discrete
         observations, MLP, CPU); ``model.fast_actor_reason`` says why not otherwise.
     :param stats_window_size: Window size for the rollout logging (episodes averaged)
@@ -251,8 +100,12 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
     :param verbose: 0 no output, 1 info messages, 2 debug
     :param seed: Seed for the pseudo random generators
     :param device: Device (cpu, cuda, ...); "auto" takes the GPU if there is one
+    :param max_episode_steps: Deprecated name of ``hang_guard_steps`` (a ``DeprecationWarning``), kept because
+        saved agents' config.json files carry it
     """
 
+    # The critic fit's own optimizer, built by _setup_model when the critic is fitted (vf_update="fit").
+    vf_optimizer: th.optim.Optimizer | None = None
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
         "MlpPolicy": MlpPolicy,
         "CnnPolicy": CnnPolicy,
@@ -266,10 +119,11 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         learning_rate: float | Schedule = 1e-3,
         n_episodes: int = 16,
         gamma: float = 0.99,
-        baseline: str = "value",
+        baseline: Baseline = "value",
         group_size: int = 1,
         gae_lambda: float = 1.0,
         ent_coef: float | Schedule = 0.0,
+        vf_update: CriticUpdate = "fit",
         vf_coef: float = 0.5,
         vf_learning_rate: float | Schedule = 1e-3,
         vf_n_epochs: int = 2,
@@ -278,7 +132,7 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         normalize_advantage: bool = True,
         use_sde: bool = False,
         sde_sample_freq: int = -1,
-        max_episode_steps: int = 100_000,
+        hang_guard_steps: int = 100_000,
         use_fast_actor: bool = True,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
@@ -286,9 +140,11 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
+        max_episode_steps: int | None = None,
         _init_setup_model: bool = True,
     ) -> None:
-        # Validated before the base class builds (or steps) any env; it checks n_episodes and max_episode_steps.
+        hang_guard_steps, vf_update = _deprecated_spellings(hang_guard_steps, max_episode_steps, vf_update, vf_n_epochs)
+        # Validated before the base class builds (or steps) any env; it checks n_episodes and hang_guard_steps.
         check_hyperparameters(
             learning_rate=learning_rate,
             gamma=gamma,
@@ -296,6 +152,7 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
             group_size=group_size,
             gae_lambda=gae_lambda,
             ent_coef=ent_coef,
+            vf_update=vf_update,
             vf_coef=vf_coef,
             vf_learning_rate=vf_learning_rate,
             vf_n_epochs=vf_n_epochs,
@@ -305,15 +162,15 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         )
         self.baseline = baseline
         self.normalize_advantage = normalize_advantage
+        self.vf_update = vf_update
         self.vf_learning_rate = vf_learning_rate
         self.vf_n_epochs = int(vf_n_epochs)
         self.vf_batch_size = vf_batch_size
-        self.vf_optimizer: th.optim.Optimizer | None = None
         super().__init__(
             policy,
             env,
             n_episodes=n_episodes,
-            max_episode_steps=max_episode_steps,
+            hang_guard_steps=hang_guard_steps,
             use_fast_actor=use_fast_actor,
             group_size=group_size,
             learning_rate=learning_rate,
@@ -337,11 +194,20 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
             self._setup_model()
 
     @property
+    def has_critic(self) -> bool:
+        """Whether the advantages come from a learned critic (``baseline="value"``)."""
+        return self.baseline == "value"
+
+    @property
     def fits_critic(self) -> bool:
-        """Whether the critic is fitted apart from the policy, with its own optimizer (see the class doc)."""
-        return self.baseline == "value" and self.vf_n_epochs > 0
+        """Whether the critic is fitted apart from the policy, with its own optimizer (``vf_update="fit"``)."""
+        return self.has_critic and self.vf_update == "fit"
 
     def _setup_model(self) -> None:
+        # A zip saved before vf_update was named says "joint" with vf_n_epochs=0 (SB3's load() leaves the new
+        # attribute at the constructor's default, "fit").
+        if self.vf_n_epochs == 0:
+            self.vf_update = "joint"
         # SB3's load() builds the model with the constructor's defaults, then writes the saved data and its own
         # keyword arguments over the attributes: checked again here, where every path to a built model passes
         # (the constructor has refused a rate of 0 already; load() may set one to freeze the model).
@@ -352,6 +218,7 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
             group_size=self.group_size,
             gae_lambda=self.gae_lambda,
             ent_coef=self.ent_coef,
+            vf_update=self.vf_update,
             vf_coef=self.vf_coef,
             vf_learning_rate=self.vf_learning_rate,
             vf_n_epochs=self.vf_n_epochs,
@@ -363,18 +230,17 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         super()._setup_model()
         self.vf_lr_schedule = FloatSchedule(self.vf_learning_rate)
         self.ent_coef_schedule = FloatSchedule(self.ent_coef)
-        self.advantage_estimator: AdvantageEstimator = ADVANTAGE_ESTIMATORS[self.baseline]
         self._build_optimizers()
 
     def _build_optimizers(self) -> None:
         """One optimizer over every parameter for the joint update; otherwise the policy's over the actor's
         parameters alone, and with the critic fit ``vf_optimizer`` over the critic's own. Without a critic
-        (``baseline`` "none" or "mean") the critic's parameters are in no optimizer and never move."""
+        (``baseline`` other than "value") the critic's parameters are in no optimizer and never move."""
         # SB3 types optimizer_class as the Optimizer base, whose __init__ takes no lr; every subclass does.
         optimizer_class: Any = self.policy.optimizer_class
         optimizer_kwargs = self.policy.optimizer_kwargs
         self.vf_optimizer = None
-        if self.baseline == "value" and not self.fits_critic:
+        if self.has_critic and self.vf_update == "joint":
             self.policy.optimizer = optimizer_class(
                 self.policy.parameters(), lr=self.lr_schedule(1), **optimizer_kwargs
             )
@@ -388,15 +254,7 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
 
     def critic_parameters(self) -> list[th.nn.Parameter]:
         """The parameters that belong to the critic alone: the ones the critic fit moves."""
-        policy = self.policy
-        modules: list[th.nn.Module] = [policy.mlp_extractor.value_net, policy.value_net]
-        if not policy.share_features_extractor:
-            modules.append(policy.vf_features_extractor)
-        return [parameter for module in modules for parameter in module.parameters()]
-
-    def _excluded_save_params(self) -> list[str]:
-        # Chosen again from `baseline` when the model is loaded.
-        return [*super()._excluded_save_params(), "advantage_estimator"]
+        return critic_parameters(self.policy)
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
         state_dicts, variables = super()._get_torch_save_params()
@@ -416,7 +274,7 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         steps = buffer.n_steps
         rewards = buffer.rewards[:steps]
         grid_values = None
-        if self.baseline == "value":
+        if self.has_critic:
             grid_values = np.zeros((steps, buffer.n_envs), dtype=np.float32)
             grid_values[mask] = values.detach().cpu().numpy().reshape(-1)
             if buffer.truncations:
@@ -428,14 +286,15 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
                     buffer.truncations, terminal_values.cpu().numpy().reshape(-1), strict=True
                 ):
                     rewards[t, env] += self.gamma * value
-        advantages, targets = self.advantage_estimator(
+        advantages, targets = estimate_advantages(
+            self.baseline,
             rewards,
             buffer.episode_ends[:steps],
-            grid_values,
             mask,
             self.gamma,
-            self.gae_lambda if gae_lambda is None else gae_lambda,
-            buffer.episode_group[:steps],
+            values=grid_values,
+            gae_lambda=self.gae_lambda if gae_lambda is None else gae_lambda,
+            groups=buffer.episode_group[:steps],
         )
         return advantages[mask], targets[mask]
 
@@ -463,7 +322,7 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         if isinstance(self.action_space, spaces.Discrete):
             actions = actions.long().flatten()
 
-        if self.baseline == "value":
+        if self.has_critic:
             values, log_prob, entropy = self.policy.evaluate_actions(observations, actions)
             values = values.flatten()
         else:
@@ -481,7 +340,7 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         entropy_mean = entropy.mean() if entropy is not None else -log_prob.mean()
         loss = policy_loss - ent_coef * entropy_mean
         targets = value_loss = None
-        if self.baseline == "value":
+        if self.has_critic:
             targets = th.as_tensor(targets_np, device=self.device)
             value_loss = F.mse_loss(values, targets)
             if not self.fits_critic:
@@ -525,34 +384,16 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         assert self.vf_optimizer is not None
         assert self._rng is not None
         self._update_vf_learning_rate()
-        policy = self.policy
-        critic_owns_features = not policy.share_features_extractor
-        features: th.Tensor | dict[str, th.Tensor] = observations
-        if not critic_owns_features:
-            # The shared extractor is the policy's: computed once, outside the graph, so it cannot move here.
-            with th.no_grad():
-                features = _features(policy, observations, policy.features_extractor)
-
-        def predict(rows: th.Tensor | dict[str, th.Tensor]) -> th.Tensor:
-            latent = (
-                _features(policy, rows, policy.vf_features_extractor) if critic_owns_features else cast(th.Tensor, rows)
-            )
-            return policy.value_net(policy.mlp_extractor.forward_critic(latent)).flatten()
-
-        size = len(targets)
-        batch_size = size if self.vf_batch_size is None else min(self.vf_batch_size, size)
-        for _ in range(self.vf_n_epochs):
-            order = None if batch_size == size else th.as_tensor(self._rng.permutation(size), device=self.device)
-            for start in range(0, size, batch_size):
-                rows = slice(None) if order is None else order[start : start + batch_size]
-                loss = F.mse_loss(predict(_take(features, rows)), targets[rows])
-                if not th.isfinite(loss):
-                    raise FloatingPointError(self._nonfinite_message("critic loss", loss.item()))
-                self.vf_optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                self.vf_optimizer.step()
-        with th.no_grad():
-            fitted = predict(features)
+        fitted = fit_critic(
+            self.policy,
+            self.vf_optimizer,
+            observations,
+            targets,
+            self.vf_n_epochs,
+            self.vf_batch_size,
+            self._rng,
+            lambda loss: FloatingPointError(self._nonfinite_message("critic loss", loss)),
+        )
         self.logger.record("train/value_loss_after_fit", F.mse_loss(fitted, targets).item())
         self.logger.record(
             "train/explained_variance_after_fit",
