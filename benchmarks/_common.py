@@ -18,7 +18,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_reinforce import Reinforce
-from zoo.train import TimedEvalCallback
+from zoo.timed_eval import TimedEvalCallback
 
 # The constructor's defaults are measured on a DummyVecEnv of this many envs, as throughput.py measures them.
 DEFAULTS_N_ENVS = 8
@@ -64,7 +64,7 @@ def resumable(path: Path, run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
 
 class SolveClock(TimedEvalCallback):
     """Evaluates every ``every`` env steps on ``episodes`` deterministic episodes and stops training once the mean
-    reaches ``threshold``. ``eval_seconds`` (from :class:`zoo.train.TimedEvalCallback`) is the time spent
+    reaches ``threshold``. ``eval_seconds`` (from :class:`zoo.timed_eval.TimedEvalCallback`) is the time spent
     evaluating, to leave out of the training time; ``history`` holds every (env steps, mean return)."""
 
     def __init__(self, eval_env: VecEnv, *, n_envs: int, threshold: float, every: int, episodes: int) -> None:

@@ -34,7 +34,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from zoo.evaluate import evaluate_episodes
 from zoo.machine import cpu_model
 from zoo.statistics import improvement_interval, iqm_interval
-from zoo.train import TimedEvalCallback
+from zoo.timed_eval import TimedEvalCallback
 
 RESULTS = Path(__file__).parent / "results" / "default_baseline"
 CURVE_POINTS = 10

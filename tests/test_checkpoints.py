@@ -31,12 +31,13 @@ import zoo.checkpoints
 import zoo.train
 from sb3_reinforce import Reinforce
 from tests.helpers import one_error_line
-from zoo.benchmark import Task, plan, run_task, train_to_staging
+from zoo.benchmark import plan
 from zoo.checkpoints import CHECKPOINT_DIR, MANIFEST, exclusive, find_resumable, read_checkpoint, save_checkpoint
 from zoo.checks import sha256_file
 from zoo.cli import main as cli
 from zoo.config import get_config, make_model, training_envs
 from zoo.errors import ZooError
+from zoo.measure import Task, run_task, train_to_staging
 from zoo.runs import RESULT_FILE
 from zoo.train import TrainResult, train
 

@@ -298,7 +298,7 @@ def test_results_json(data: Any, tmp_path: Path) -> None:
 @given(data=st.data())
 @example(data=None)
 def test_benchmark_record(data: Any, tmp_path: Path) -> None:
-    from zoo.benchmark import read_record
+    from zoo.measure import read_record
 
     folder = tmp_path / "runs" / "reinforce" / "CartPole-v1" / "seed0"
     folder.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,7 @@
 Each test is a case a hostile or unlucky user meets, and what holds: every user error is one line (exit 2) and leaves no
 stub run folder; a save that fails midway never leaves a truncated model; Ctrl-C keeps the final model; two
 trains never race on the run index; a corrupt benchmark record is redone and a run of another budget is refused;
-the library raises its documented errors (nan learning rates and observations, max_episode_steps).
+the library raises its documented errors (nan learning rates and observations, the hang guard).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from sb3_reinforce import Reinforce
 from tests.envs import NeverEndingEnv, ScriptedEnv
 from tests.helpers import assert_unchanged, one_error_line, policy_state
-from zoo.benchmark import Task
 from zoo.cli import main as cli
+from zoo.measure import Task
 from zoo.normalization import VecNormalizeStats
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -187,9 +187,9 @@ def test_a_nan_observation_raises_the_documented_floating_point_error(fast: bool
 
 
 @pytest.mark.parametrize("bound", [1, 10, 37])
-def test_max_episode_steps_is_enforced_exactly(bound: int) -> None:
+def test_the_hang_guard_is_enforced_exactly(bound: int) -> None:
     model = Reinforce(
-        "MlpPolicy", DummyVecEnv([NeverEndingEnv] * 2), n_episodes=2, max_episode_steps=bound, device="cpu",
+        "MlpPolicy", DummyVecEnv([NeverEndingEnv] * 2), n_episodes=2, hang_guard_steps=bound, device="cpu",
         policy_kwargs=TINY,
     )  # fmt: skip
     with pytest.raises(RuntimeError, match=rf"has run {bound + 1} steps without ending an episode"):
@@ -197,9 +197,9 @@ def test_max_episode_steps_is_enforced_exactly(bound: int) -> None:
     assert model.num_timesteps == 2 * (bound + 1)
 
 
-def test_an_episode_of_exactly_max_episode_steps_is_allowed() -> None:
+def test_an_episode_of_exactly_hang_guard_steps_is_allowed() -> None:
     model = Reinforce(
-        "MlpPolicy", DummyVecEnv([lambda: ScriptedEnv([5])] * 2), n_episodes=2, max_episode_steps=5, device="cpu",
+        "MlpPolicy", DummyVecEnv([lambda: ScriptedEnv([5])] * 2), n_episodes=2, hang_guard_steps=5, device="cpu",
         policy_kwargs=TINY,
     )  # fmt: skip
     model.learn(40)

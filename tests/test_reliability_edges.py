@@ -32,10 +32,10 @@ from sb3_reinforce import Reinforce
 from tests.envs import ScriptedEnv
 from tests.helpers import one_error_line, run_record
 from zoo.agent_format import load_agent, save_agent
-from zoo.benchmark import read_record
 from zoo.cli import main as cli
 from zoo.errors import ZooError
 from zoo.hub import client
+from zoo.measure import read_record
 from zoo.tune.storage import (
     FAIL_REASON_ATTR,
     HEARTBEAT_ATTR,
@@ -44,6 +44,7 @@ from zoo.tune.storage import (
     hand_on_orphans,
     heartbeat,
     machine_identity,
+    trial_id,
 )
 
 TINY = {"net_arch": [4]}
@@ -295,7 +296,7 @@ def test_a_heartbeat_is_refreshed_until_the_trial_ends(tmp_path: Path) -> None:
     storage = JournalStorage(JournalFileBackend(str(tmp_path / "study.journal")))
     study = optuna.create_study(storage=storage, study_name="beats", direction="maximize")
     trial = study.ask()
-    with heartbeat(storage, trial._trial_id, interval=0.05):
+    with heartbeat(storage, trial_id(trial), interval=0.05):
         first = study.trials[0].system_attrs[HEARTBEAT_ATTR]
         time.sleep(0.5)
         last = study.trials[0].system_attrs[HEARTBEAT_ATTR]
@@ -303,7 +304,7 @@ def test_a_heartbeat_is_refreshed_until_the_trial_ends(tmp_path: Path) -> None:
     time.sleep(0.2)
     assert study.trials[0].system_attrs[HEARTBEAT_ATTR] == last
     study.tell(trial, 1.0)
-    with heartbeat(storage, trial._trial_id, interval=0.05):  # a finished trial: no beat, no error
+    with heartbeat(storage, trial_id(trial), interval=0.05):  # a finished trial: no beat, no error
         time.sleep(0.1)
 
 
@@ -382,7 +383,7 @@ def test_a_path_of_the_wrong_kind_is_one_line(
 
 
 def test_a_results_table_cut_short_keeps_the_previous_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from zoo import benchmark
+    from zoo import benchmark_table
 
     (tmp_path / "benchmark.csv").write_text("previous csv\n")
     (tmp_path / "benchmark.md").write_text("previous table\n")
@@ -401,9 +402,9 @@ def test_a_results_table_cut_short_keeps_the_previous_one(tmp_path: Path, monkey
     def disk_full(self: object, rows: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(benchmark.csv.DictWriter, "writerows", disk_full)
+    monkeypatch.setattr(benchmark_table.csv.DictWriter, "writerows", disk_full)
     with pytest.raises(ZooError, match=r"could not write the results table .*No space left on device"):
-        benchmark.write_table([row], tmp_path, "python -m zoo benchmark", "Machines: -.")
+        benchmark_table.write_table([row], tmp_path, "python -m zoo benchmark", "Machines: -.")
     assert (tmp_path / "benchmark.csv").read_text() == "previous csv\n"
     assert (tmp_path / "benchmark.md").read_text() == "previous table\n"
     assert sorted(path.name for path in tmp_path.iterdir()) == ["benchmark.csv", "benchmark.md"]  # no temporary
@@ -412,7 +413,7 @@ def test_a_results_table_cut_short_keeps_the_previous_one(tmp_path: Path, monkey
 def test_a_plot_cut_short_keeps_the_previous_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import matplotlib.figure
 
-    from zoo import benchmark
+    from zoo import benchmark_table
 
     plots = tmp_path / "plots"
     plots.mkdir()
@@ -425,7 +426,7 @@ def test_a_plot_cut_short_keeps_the_previous_one(tmp_path: Path, monkeypatch: py
 
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", disk_full)
     with pytest.raises(ZooError, match="could not write the learning-curve plot"):
-        benchmark.plot_curves([record], tmp_path)
+        benchmark_table.plot_curves([record], tmp_path)
     assert (plots / "CartPole-v1.png").read_bytes() == b"previous plot"
     assert [path.name for path in plots.iterdir()] == ["CartPole-v1.png"]
 

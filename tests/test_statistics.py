@@ -285,7 +285,7 @@ def runs_of(algo: str, env_id: str, scores: list[float]) -> list[dict[str, Any]]
 
 def test_the_suite_compares_the_mujoco_tasks_both_algorithms_ran(tmp_path: Path) -> None:
     pytest.importorskip("mujoco", reason="the MuJoCo tasks need the mujoco extra")
-    from zoo import benchmark
+    from zoo import benchmark_table
 
     records = [
         *runs_of("reinforce", "Hopper-v5", [1000.0, 2000.0, 3000.0]),
@@ -294,11 +294,11 @@ def test_the_suite_compares_the_mujoco_tasks_both_algorithms_ran(tmp_path: Path)
         *runs_of("reinforce", "CartPole-v1", [500.0]),  # not MuJoCo
         *runs_of("a2c", "CartPole-v1", [10.0]),
     ]
-    suite = benchmark.compare_suite(records)
+    suite = benchmark_table.compare_suite(records)
     assert suite is not None
     assert suite.tasks == ["Hopper-v5"]
     floor = suite.floors["Hopper-v5"]
-    assert floor == benchmark.random_policy_score("Hopper-v5")  # seeded: the same on every call
+    assert floor == benchmark_table.random_policy_score("Hopper-v5")  # seeded: the same on every call
     assert -100 < floor < 100  # Hopper pays about 1 a step for the few steps a random policy stays up
     assert suite.ceilings["Hopper-v5"] == ("reinforce", 2000.0)  # the best mean
     expected = (np.array([1000.0, 2000.0, 3000.0]) - floor) / (2000.0 - floor)
@@ -307,27 +307,27 @@ def test_the_suite_compares_the_mujoco_tasks_both_algorithms_ran(tmp_path: Path)
     [improvement] = suite.improvements
     assert (improvement.x, improvement.y, improvement.tasks) == ("reinforce", "a2c", ["Hopper-v5"])
     assert improvement.interval.point == pytest.approx(5 / 6)  # 1000 loses to 1500, the other 5 pairs win
-    lines = "\n".join(benchmark.suite_lines(suite))
+    lines = "\n".join(benchmark_table.suite_lines(suite))
     assert "| reinforce > a2c | 1 | 0.83 [" in lines
     assert "| Hopper-v5 | " in lines
     assert "Swimmer-v5" not in lines
     assert "CartPole-v1" not in lines
-    profile = benchmark.plot_profile(suite, tmp_path)
-    assert profile == tmp_path / "plots" / benchmark.PROFILE_PLOT
+    profile = benchmark_table.plot_profile(suite, tmp_path)
+    assert profile == tmp_path / "plots" / benchmark_table.PROFILE_PLOT
     assert profile.stat().st_size > 1000
 
 
 def test_the_suite_needs_two_algorithms_and_a_scale() -> None:
     pytest.importorskip("mujoco", reason="the MuJoCo tasks need the mujoco extra")
-    from zoo import benchmark
+    from zoo import benchmark_table
 
-    assert benchmark.compare_suite(runs_of("reinforce", "Hopper-v5", [1000.0, 2000.0])) is None
+    assert benchmark_table.compare_suite(runs_of("reinforce", "Hopper-v5", [1000.0, 2000.0])) is None
     # Both below a random policy: no scale to normalize Hopper by, but the runs still compare.
-    suite = benchmark.compare_suite(
+    suite = benchmark_table.compare_suite(
         [*runs_of("reinforce", "Hopper-v5", [-50.0, -40.0]), *runs_of("a2c", "Hopper-v5", [-60.0])]
     )
     assert suite is not None
     assert suite.tasks == []
     assert suite.left_out == ["Hopper-v5"]
     assert suite.improvements[0].interval.point == 1.0
-    assert "Left out: Hopper-v5" in "\n".join(benchmark.suite_lines(suite))
+    assert "Left out: Hopper-v5" in "\n".join(benchmark_table.suite_lines(suite))

@@ -18,7 +18,8 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import VecNormalize
 
-from sb3_reinforce import VARIANTS, Reinforce
+from sb3_reinforce import Reinforce
+from sb3_reinforce.variants import VARIANTS
 from tests.helpers import one_error_line
 from zoo import config as zoo_config
 from zoo.algos import resolve, unresolve
@@ -470,7 +471,7 @@ def test_benchmark_outside_a_checkout_needs_out(
 
 
 def test_plot_range_leaves_out_the_untrained_outlier() -> None:
-    from zoo.benchmark import curve_range
+    from zoo.benchmark_table import curve_range
 
     curve = np.array([-4000.0, -300.0, -100.0, 0.0, 100.0, 150.0, 200.0, 230.0, 250.0, 260.0, 265.0, 270.0])
     low, high = curve_range(curve)

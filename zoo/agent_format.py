@@ -19,6 +19,8 @@ the manifest's and its size with the file's, so a small config cannot make it al
 not hold; only then does it rebuild the model with ``cls(policy, env=None, _init_setup_model=False,
 **hyperparams)``, ``_setup_model()`` and load the weights, checked once more against the built policy. Every
 failure is one ZooError naming the file and field. This module knows neither the Hub nor the command line.
+
+Its length is one job: the format, whose writer and checking reader live together so that they change together.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
 from torch.distributions import Distribution
 
+from sb3_reinforce.common.episodic import EpisodicOnPolicyAlgorithm
 from zoo.algos import (
     ALGOS,
     TRAINING_ONLY,
@@ -427,7 +430,10 @@ def _check_sizes(model: BaseAlgorithm, config: dict[str, Any], weights: Path) ->
     """Before anything is allocated: the rollout buffer within :data:`MAX_BUFFER_ELEMENTS`, and the policy, built
     on the meta device, exactly the tensors of the manifest and no larger than the weights file."""
     n_envs = int(model.n_envs)
-    rows = int(getattr(model, "n_steps", 0)) if not hasattr(model, "n_episodes") else 256
+    # What the rollout buffer allocates per env when the model is set up: SB3's n_steps, or an episodic model's own.
+    rows = (
+        model.initial_buffer_rows if isinstance(model, EpisodicOnPolicyAlgorithm) else int(getattr(model, "n_steps", 0))
+    )
     entries = rows * n_envs * (space_elements(model.observation_space) + space_elements(model.action_space))
     if entries > MAX_BUFFER_ELEMENTS:
         raise ZooError(

@@ -19,6 +19,9 @@ it no longer names are removed after. A cut at any instant leaves the previous c
 Reading checks the format and version, every field, and each file's size and sha256 before torch reads it (a
 truncated or modified checkpoint is one ZooError); :func:`restore` then checks the tensors' names and shapes against
 the model and the statistics' shapes against the env.
+
+Its length is one job: the checkpoint format, its writer, its checking reader and the resume that finds and
+locks a checkpointed run, kept together so that what is written and what is read back change together.
 """
 
 from __future__ import annotations

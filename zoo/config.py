@@ -26,8 +26,8 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from sb3_reinforce.variants import VARIANTS
 from sb3_reinforce.common.episodic import MAX_EPISODES
+from sb3_reinforce.variants import VARIANTS
 from zoo.algos import (
     ALGOS,
     NAMED_CLASSES,

@@ -13,8 +13,6 @@ from __future__ import annotations
 import argparse
 import re
 
-_FLAG_ACTIONS = (argparse._StoreTrueAction, argparse._StoreFalseAction, argparse._StoreConstAction)
-
 
 def plain(text: str) -> str:
     """``text`` without reST's inline-literal markup: ````python -m zoo train```` becomes ``python -m zoo train``."""
@@ -32,7 +30,7 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
             or action.default is None
             or action.default is argparse.SUPPRESS
             or action.default == []
-            or isinstance(action, _FLAG_ACTIONS)
+            or action.nargs == 0  # a flag: store_true, store_false, store_const (help and version are SUPPRESSed)
             or not action.option_strings
         ):
             return text

@@ -4,21 +4,32 @@ Each run trains with the zoo's hyperparameters, evaluates every ``n_timesteps / 
 ``CURVE_EVAL_EPISODES`` deterministic episodes (the learning curve) and at the end on ``FINAL_EVAL_EPISODES``
 deterministic episodes (the final score). ``python -m zoo benchmark`` and ``python -m zoo tune`` both measure
 through :func:`measured_run`, so their numbers compare.
+
+A benchmark run is a :class:`Task`: :func:`train_to_staging` measures it into a folder of the files it keeps, its
+record (result.json) among them, and :func:`run_task` writes that folder in place for a local worker;
+:func:`read_record` reads a record back. The local workers (:mod:`zoo.benchmark`) and the Ray backend
+(:mod:`zoo.ray_backend`) both run tasks through this module, so neither imports the other.
 """
 
 from __future__ import annotations
 
+import json
+import shlex
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
+from zoo.checkpoints import default_interval, exclusive, find_resumable
 from zoo.checks import is_number, shown
-from zoo.config import RunConfig
-from zoo.errors import ZooError
+from zoo.config import RunConfig, get_config
+from zoo.errors import ZooError, first_line
+from zoo.folders import make_folder, move_into_place
 from zoo.machine import cpu_model
-from zoo.runs import EVALUATIONS_FILE
+from zoo.runs import CONFIG_YML, EVALUATIONS_FILE, RESULT_FILE, VEC_NORMALIZE_JSON
 from zoo.train import TrainResult, train
 
 FINAL_EVAL_EPISODES = 20
@@ -101,3 +112,106 @@ def measured_run(
         "cpu": cpu_model(),
         "resumed_at": result.resumed_at,
     }
+
+
+@dataclass(frozen=True)
+class Task:
+    """One benchmark run, (algorithm, env, seed) at a budget, and the folder it is kept in under ``out``."""
+
+    algo: str
+    env_id: str
+    seed: int
+    n_timesteps: int | None
+    out: str
+    # --hyperparams, as (key, value) pairs: an ablation of the entry, recorded in config.yml like the rest.
+    hyperparams: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def folder(self) -> Path:
+        return Path(self.out) / "runs" / self.algo / self.env_id / f"seed{self.seed}"
+
+    @property
+    def partial(self) -> Path:
+        """Where the run trains, checkpoints included, until it is finished and moved to :attr:`folder`."""
+        return self.folder.with_name(f"{self.folder.name}.partial")
+
+    def overrides(self) -> dict[str, Any]:
+        budget = {} if self.n_timesteps is None else {"n_timesteps": self.n_timesteps}
+        return {**dict(self.hyperparams), **budget}
+
+    def config_data(self) -> dict[str, Any]:
+        """The config.yml this run writes: everything that defines it."""
+        return get_config(self.algo, self.env_id, self.overrides()).to_data(self.seed)
+
+
+def train_to_staging(task: Task, folder: Path) -> tuple[dict[str, Any], Path]:
+    """Train and evaluate one (algo, env, seed) in ``folder``, checkpointed (:mod:`zoo.checkpoints`); return its
+    record and the folder of its files.
+
+    A run that was cut off left its checkpoint in ``folder``: the run goes on from there. A checkpoint that cannot
+    be read is reported in one line (:func:`zoo.checkpoints.find_resumable`) and the run starts over, ``folder``
+    emptied first; one of another configuration is refused by :func:`zoo.benchmark.plan` before any run starts.
+    """
+    import torch as th
+
+    th.set_num_threads(1)
+    config = get_config(task.algo, task.env_id, task.overrides())
+    command = f"python -m zoo benchmark --envs {task.env_id}" + hyperparams_flag(task.hyperparams)
+    resume = find_resumable(folder, task.algo, task.env_id, config.to_data(task.seed))
+    if resume is None:
+        for stale in folder.iterdir():
+            if stale.is_dir():
+                shutil.rmtree(stale)
+            else:
+                stale.unlink()
+    every = default_interval(config.n_timesteps)
+    result, scores = measured_run(config, task.seed, str(folder), command, checkpoint_freq=every, resume=resume)
+    record = check_record({"algo": task.algo, "env_id": task.env_id, "seed": task.seed, **scores})
+    staging = folder / "staging"
+    staging.mkdir()
+    for name in (result.model_path.name, CONFIG_YML, VEC_NORMALIZE_JSON):
+        if (result.run_dir / name).exists():
+            shutil.copy2(result.run_dir / name, staging / name)
+    (staging / RESULT_FILE).write_text(json.dumps(record, indent=1))
+    return record, staging
+
+
+def run_task(task: Task) -> dict[str, Any]:
+    """One run in a local worker process: trained in ``task.partial``, which keeps its checkpoints across a cut, and
+    held there by this process alone; its folder is then written atomically and the partial one removed."""
+    partial = make_folder(task.partial, "a run's folder")
+    with exclusive(partial):
+        record, staging = train_to_staging(task, partial)
+        # Moved into place only when complete, so an interrupted run is resumed rather than half-counted.
+        move_into_place(staging, task.folder)
+    shutil.rmtree(partial, ignore_errors=True)
+    return record
+
+
+def hyperparams_flag(hyperparams: tuple[tuple[str, Any], ...]) -> str:
+    """`` --hyperparams k=v ...`` as typed, or nothing."""
+    if not hyperparams:
+        return ""
+    # JSON is YAML, so each value reads back as it was parsed; strings such as lin_3e-3 stay bare.
+    pairs = (f"{key}={value if isinstance(value, str) else json.dumps(value)}" for key, value in hyperparams)
+    return " --hyperparams " + " ".join(shlex.quote(pair) for pair in pairs)
+
+
+def read_record(folder: Path) -> dict[str, Any]:
+    """The result.json of a finished run, or a ZooError saying why it is corrupt."""
+    path = folder / RESULT_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise ZooError(f"{path} is corrupt ({first_line(error)})") from None
+    try:
+        record = check_record(data)
+    except ZooError as error:
+        raise ZooError(f"{path} is corrupt ({error})") from None
+    filed_under = (folder.parent.parent.name, folder.parent.name, folder.name)
+    if (record["algo"], record["env_id"], f"seed{record['seed']}") != filed_under:
+        raise ZooError(
+            f"{path} is corrupt (it records {record['algo']} {record['env_id']} seed {record['seed']}, "
+            f"filed under {'/'.join(filed_under)})"
+        )
+    return record

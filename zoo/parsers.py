@@ -213,6 +213,28 @@ def tune_parser(command: str | None = None) -> argparse.ArgumentParser:
             )
             parser.add_argument("--force", action="store_true", help="replace PATH if it exists (default: refuse)")
         return parser
+    add_tune_run_options(parser)
+    if command == "run":
+        parser.set_defaults(report=False, export=None, force=False)
+        return parser
+    parser.set_defaults(force=False)  # the deprecated --export never replaces a file: `tune export --force` does
+    parser.add_argument(
+        "--report", action="store_true", help="deprecated: use `python -m zoo tune report` (default: off)"
+    )
+    parser.add_argument(
+        "--export",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="PATH",
+        help="deprecated: use `python -m zoo tune export [PATH]` (default: off)",
+    )
+    return parser
+
+
+def add_tune_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a tuning run: the study's size, the trials' budget and seeds, the search and its pruning,
+    and the heartbeats by which a worker that died is found."""
     parser.add_argument(
         "--trials", type=int, default=100, help="trials done (complete or pruned) the study should have"
     )
@@ -252,22 +274,6 @@ def tune_parser(command: str | None = None) -> argparse.ArgumentParser:
         default=None,
         help="seconds without heartbeat before a trial is handed on; None: 120 on a database, 45 on a journal",
     )
-    if command == "run":
-        parser.set_defaults(report=False, export=None, force=False)
-        return parser
-    parser.set_defaults(force=False)  # the deprecated --export never replaces a file: `tune export --force` does
-    parser.add_argument(
-        "--report", action="store_true", help="deprecated: use `python -m zoo tune report` (default: off)"
-    )
-    parser.add_argument(
-        "--export",
-        nargs="?",
-        const="",
-        default=None,
-        metavar="PATH",
-        help="deprecated: use `python -m zoo tune export [PATH]` (default: off)",
-    )
-    return parser
 
 
 def add_hub_timeout(parser: argparse.ArgumentParser) -> None:

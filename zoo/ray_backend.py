@@ -12,7 +12,7 @@ or when the training itself raises, the run is reported as failed with its reaso
 cancels the tasks still out; the runs already written stay, and the same command resumes.
 
 Ray has no authentication by default and listens on every interface: a cluster belongs on a private network.
-Importing this module does not import Ray; the benchmark imports this module only for ``--ray``.
+Importing this module does not import Ray: :func:`connect` does, for ``--ray`` alone.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from typing import Any
 from zoo.checks import shown
 from zoo.errors import ZooError, first_line
 from zoo.folders import move_into_place
+from zoo.measure import Task, train_to_staging
 
 # Retries of a task whose worker process or node died (Ray's max_retries); an exception raised by the training is
 # not retried, since it would raise again.
@@ -40,11 +41,9 @@ CONNECT_TIMEOUT_S = 10.0
 POLL_S = 0.5
 
 
-def train_remotely(task: Any) -> tuple[dict[str, Any], dict[str, bytes], str]:
+def train_remotely(task: Task) -> tuple[dict[str, Any], dict[str, bytes], str]:
     """On a node: train ``task`` in a scratch folder; return its record, its files' bytes, and the node's name."""
     import ray
-
-    from zoo.benchmark import train_to_staging
 
     with tempfile.TemporaryDirectory() as scratch:
         record, staging = train_to_staging(task, Path(scratch))
@@ -53,7 +52,7 @@ def train_remotely(task: Any) -> tuple[dict[str, Any], dict[str, bytes], str]:
     return record, files, node
 
 
-def write_run(task: Any, files: dict[str, bytes]) -> None:
+def write_run(task: Task, files: dict[str, bytes]) -> None:
     """On the driver: the run's folder, written as the local backend writes it (complete, then renamed)."""
     with tempfile.TemporaryDirectory() as staging:
         for name, data in files.items():
@@ -94,7 +93,7 @@ def connect(address: str, n_cpus: int) -> None:
         raise ZooError(f"cannot join the Ray cluster at {address}: {first_line(error)}") from None
 
 
-def run_on_ray(tasks: list[Any], address: str, n_cpus: int, on_record: Callable[[dict[str, Any]], None]) -> list[str]:
+def run_on_ray(tasks: list[Task], address: str, n_cpus: int, on_record: Callable[[dict[str, Any]], None]) -> list[str]:
     """Run ``tasks`` on the cluster; write each finished run and pass its record to ``on_record``.
 
     :return: one line per run that failed (its task and the reason).
@@ -107,7 +106,7 @@ def run_on_ray(tasks: list[Any], address: str, n_cpus: int, on_record: Callable[
     remote = ray.remote(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False)(train_remotely)
     failed: list[str] = []
     done_on: Counter[str] = Counter()
-    pending: dict[Any, Any] = {}
+    pending: dict[ray.ObjectRef, Task] = {}
     try:
         pending.update({remote.remote(task): task for task in tasks})
         with tqdm(total=len(tasks), unit="run", file=sys.stderr, dynamic_ncols=True) as bar:

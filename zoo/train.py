@@ -6,7 +6,6 @@ import contextlib
 import shlex
 import shutil
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ import numpy as np
 import torch as th
 import yaml
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger, configure
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize, sync_envs_normalization
 
@@ -24,18 +23,15 @@ from zoo.checkpoints import (
     MANIFEST,
     PROGRESS_CSV,
     Checkpoint,
-    EvaluationState,
     continue_csv,
     default_interval,
     exclusive,
     find_resumable,
-    generator_states,
     logged_rows,
     read_checkpoint_of,
     remove_checkpoint,
     restore,
     save_checkpoint,
-    set_generator_states,
 )
 from zoo.config import (
     RunConfig,
@@ -52,7 +48,6 @@ from zoo.evaluate import evaluate_episodes
 from zoo.folders import write_atomically
 from zoo.parsers import train_parser
 from zoo.runs import (
-    BEST_MODEL_FILE,
     COMMAND_FILE,
     CONFIG_YML,
     VEC_NORMALIZE_JSON,
@@ -60,134 +55,13 @@ from zoo.runs import (
     model_file,
     save_stats,
 )
+from zoo.timed_eval import TimedEvalCallback, TrainingClock
 
 # Evaluation episodes run side by side in this many envs: one policy call per vector step instead of one per
 # env step, which took three quarters of a CartPole-v1 run's wall-clock when the episodes ran one at a time.
 EVAL_ENVS = 10
 # Periodic evaluations over a run of `zoo train` (the benchmark's learning curves take their own 20).
 DEFAULT_EVALUATIONS = 10
-
-
-class TimedEvalCallback(EvalCallback):
-    """EvalCallback that also adds up the wall-clock and the CPU time its evaluations take, so training time can
-    exclude them, and writes each new best model atomically (SB3's own writes in place: a failed save would
-    truncate the last one)."""
-
-    eval_seconds = 0.0
-    eval_cpu_seconds = 0.0
-    evaluated_at_update: int | None = None
-
-    def __init__(
-        self, eval_env: VecEnv, *, best_model_save_path: str | None = None, report: bool = False, **kwargs: Any
-    ) -> None:
-        super().__init__(eval_env, best_model_save_path=None, **kwargs)
-        self.best_model_file = Path(best_model_save_path) / BEST_MODEL_FILE if best_model_save_path else None
-        self.report = report
-
-    def _on_step(self) -> bool:
-        updates = getattr(self.model, "_n_updates", None)
-        if self.eval_freq > 0 and self.n_calls % self.eval_freq == 0 and updates is not None:
-            # The same policy as at the last evaluation would score the same: an episodic algorithm's collection
-            # can outlast many evaluation periods on a tiny budget, and would be evaluated at every vector step.
-            if updates == self.evaluated_at_update:
-                return True
-            self.evaluated_at_update = updates
-        start, cpu_start = time.perf_counter(), time.process_time()
-        best = self.best_mean_reward
-        try:
-            evaluations = len(self.evaluations_timesteps)
-            continue_training = super()._on_step()
-            if self.best_model_file is not None and self.best_mean_reward > best:
-                write_atomically(self.best_model_file, self.model.save, "best model")
-            if self.report and len(self.evaluations_timesteps) > evaluations:
-                rewards = self.evaluations_results[-1]
-                print(
-                    f"step {self.num_timesteps:,}: mean reward {np.mean(rewards):.2f} +/- {np.std(rewards):.2f} "
-                    f"over {len(rewards)} episodes" + (" (best so far)" if self.best_mean_reward > best else "")
-                )
-            return continue_training
-        finally:
-            self.eval_seconds += time.perf_counter() - start
-            self.eval_cpu_seconds += time.process_time() - cpu_start
-
-    def checkpoint_state(self) -> EvaluationState:
-        """What a checkpoint keeps of the evaluations so far (:mod:`zoo.checkpoints`)."""
-        return EvaluationState(
-            timesteps=[int(step) for step in self.evaluations_timesteps],
-            results=[[float(value) for value in row] for row in self.evaluations_results],
-            ep_lengths=[[int(value) for value in row] for row in self.evaluations_length],
-            successes=[[bool(value) for value in row] for row in self.evaluations_successes],
-            best_mean_reward=float(self.best_mean_reward),
-            last_mean_reward=float(self.last_mean_reward),
-            evaluated_at_update=self.evaluated_at_update,
-            # Before the first evaluation the envs have not been reset: they still hold the seed they were made with.
-            generators=generator_states(self.eval_env) if self.evaluations_timesteps else None,
-        )
-
-    def resume(self, checkpoint: Checkpoint, n_envs: int) -> None:
-        """Go on from a checkpoint: its learning curve, best score and evaluation-env generators, and the count of
-        vector steps that times the evaluations."""
-        state = checkpoint.evaluation
-        self.evaluations_timesteps = list(state.timesteps)
-        self.evaluations_results = [list(row) for row in state.results]
-        self.evaluations_length = [list(row) for row in state.ep_lengths]
-        self.evaluations_successes = [list(row) for row in state.successes]
-        self.best_mean_reward = state.best_mean_reward
-        self.last_mean_reward = state.last_mean_reward
-        self.evaluated_at_update = state.evaluated_at_update
-        self.n_calls = checkpoint.num_timesteps // n_envs
-        if state.generators is not None:
-            set_generator_states(self.eval_env, state.generators)
-
-    def put_back_files(self, checkpoint: Checkpoint) -> None:
-        """best_model.zip and evaluations.npz as they were at the checkpoint: the run that was cut may have
-        evaluated, and saved a best model, past it."""
-        state = checkpoint.evaluation
-        best = checkpoint.best_model
-        if self.best_model_file is not None and best is not None:
-            write_atomically(self.best_model_file, lambda path: shutil.copyfile(best, path), "best model")
-        elif self.best_model_file is not None:
-            self.best_model_file.unlink(missing_ok=True)
-        if self.log_path is not None:
-            curve = Path(f"{self.log_path}.npz")  # where SB3's EvalCallback saves it
-            if state.timesteps:
-                write_atomically(curve, lambda path: np.savez(path, **self.curve()), "learning curve")
-            else:
-                curve.unlink(missing_ok=True)
-
-    def curve(self) -> dict[str, Any]:
-        """The arrays of evaluations.npz, as SB3's EvalCallback writes them."""
-        arrays: dict[str, Any] = {
-            "timesteps": self.evaluations_timesteps,
-            "results": self.evaluations_results,
-            "ep_lengths": self.evaluations_length,
-        }
-        if self.evaluations_successes:
-            arrays["successes"] = self.evaluations_successes
-        return arrays
-
-
-@dataclass
-class TrainingClock:
-    """The training time of the steps that count, evaluations excluded: what the checkpoint a run resumed from
-    carried, plus this process's since :meth:`start` (the steps a cut run trained past its checkpoint are not
-    counted: the resumed run trains them again)."""
-
-    evaluation: TimedEvalCallback
-    carried_seconds: float = 0.0
-    carried_cpu_seconds: float = 0.0
-    started: tuple[float, float] = (0.0, 0.0)
-
-    def start(self) -> None:
-        self.started = (time.perf_counter(), time.process_time())
-
-    def elapsed(self) -> tuple[float, float]:
-        """Wall-clock and CPU seconds."""
-        wall, cpu = self.started
-        return (
-            self.carried_seconds + time.perf_counter() - wall - self.evaluation.eval_seconds,
-            self.carried_cpu_seconds + time.process_time() - cpu - self.evaluation.eval_cpu_seconds,
-        )
 
 
 class PeriodicCheckpoint(BaseCallback):
@@ -411,10 +285,10 @@ def train(
             model.set_logger(run_logger(run_dir, verbose, checkpoint))
             callbacks: list[BaseCallback] = [evaluation]
             if checkpoint_freq is not None:
-                config_data = config.to_data(seed)
-                callbacks.insert(
-                    0, PeriodicCheckpoint(run_dir, config_data, checkpoint_freq, evaluation, clock, resumed_at)
+                periodic = PeriodicCheckpoint(
+                    run_dir, config.to_data(seed), checkpoint_freq, evaluation, clock, resumed_at
                 )
+                callbacks.insert(0, periodic)
             seconds, cpu_seconds = timed_learn(
                 model, env, run_dir, config, callbacks, clock, progress_bar, resumed=checkpoint is not None
             )
@@ -423,11 +297,8 @@ def train(
             rewards, _ = evaluate_episodes(model, eval_env, final_eval_episodes)
             remove_checkpoint(run_dir)  # finished: there is nothing left to resume
     except BaseException:
-        # A new run's folder with neither a model nor a checkpoint holds nothing worth keeping: no stub. A resumed
-        # one is kept whatever happens.
-        kept = run_dir is None or resume is not None or (run_dir / CHECKPOINT_DIR / MANIFEST).is_file()
-        if run_dir is not None and not kept and not any(run_dir.glob("*.zip")):
-            shutil.rmtree(run_dir, ignore_errors=True)
+        if run_dir is not None and resume is None:
+            remove_stub(run_dir)
         raise
     finally:
         env.close()
@@ -440,6 +311,13 @@ def train(
         )
         print(f"saved {model_path}")
     return TrainResult(run_dir, model_path, mean, std, model.num_timesteps, seconds, cpu_seconds, resumed_at)
+
+
+def remove_stub(run_dir: Path) -> None:
+    """Remove a new run's folder that a failure left with neither a model nor a checkpoint: it holds nothing worth
+    keeping. (A resumed run's folder is kept whatever happens.)"""
+    if not (run_dir / CHECKPOINT_DIR / MANIFEST).is_file() and not any(run_dir.glob("*.zip")):
+        shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def resume_folder(flag: str | bool | None, log_folder: Path, config: RunConfig, seed: int, verbose: int) -> Path | None:

@@ -134,23 +134,9 @@ def build_package(
     )
 
     # Evaluation comes first: an agent that does not fit the env fails before anything is written or sent.
-    env = make_eval_env(model, env_id, env_kwargs, stats, seed=eval_seed)
-    try:
-        rewards, lengths = evaluate_episodes(model, env, n_eval_episodes)
-    finally:
-        env.close()
-    results = {
-        "env_id": env_id,
-        "mean_reward": float(np.mean(rewards)),
-        "std_reward": float(np.std(rewards)),
-        "n_eval_episodes": n_eval_episodes,
-        "deterministic": True,
-        "eval_seed": eval_seed,
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "episode_rewards": rewards,
-        "episode_lengths": lengths,
-        **({"benchmark": benchmark} if benchmark is not None else {}),
-    }
+    results = evaluation_results(model, env_id, env_kwargs, stats, n_eval_episodes, eval_seed)
+    if benchmark is not None:
+        results["benchmark"] = benchmark
 
     zip_path = folder / f"{repo_name(algo, env_id)}.zip"
     model.save(zip_path)
@@ -186,6 +172,33 @@ def build_package(
     (folder / CARD_FILE).write_text(render_card(folder, repo_id, template_path), encoding="utf-8")
     write_manifest(folder)
     return warnings
+
+
+def evaluation_results(
+    model: BaseAlgorithm,
+    env_id: str,
+    env_kwargs: dict[str, Any],
+    stats: VecNormalizeStats | None,
+    n_eval_episodes: int,
+    eval_seed: int,
+) -> dict[str, Any]:
+    """results.json's evaluation of ``model``: ``n_eval_episodes`` deterministic episodes from ``eval_seed``."""
+    env = make_eval_env(model, env_id, env_kwargs, stats, seed=eval_seed)
+    try:
+        rewards, lengths = evaluate_episodes(model, env, n_eval_episodes)
+    finally:
+        env.close()
+    return {
+        "env_id": env_id,
+        "mean_reward": float(np.mean(rewards)),
+        "std_reward": float(np.std(rewards)),
+        "n_eval_episodes": n_eval_episodes,
+        "deterministic": True,
+        "eval_seed": eval_seed,
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "episode_rewards": rewards,
+        "episode_lengths": lengths,
+    }
 
 
 def sb3_zip(folder: Path, config: dict[str, Any], missing: str) -> Path:

@@ -21,7 +21,6 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from zoo.agent_format import read_config
 from zoo.algos import algo_name
-from zoo.benchmark import read_record
 from zoo.checks import read_json
 from zoo.config import RunConfig
 from zoo.errors import ZooError
@@ -39,13 +38,14 @@ from zoo.hub.layout import (
     write_manifest,
 )
 from zoo.hub.package import build_package, inventory, run_config_of, verify_package
+from zoo.measure import read_record
 from zoo.normalization import VecNormalizeStats
 from zoo.parsers import MIN_EVAL_EPISODES
 from zoo.runs import RESULT_FILE, Run, load_run
 
 PLACEHOLDER_ORG = "ORG"
 STAGING_PREFIX = "zoo-hub-"
-# A benchmark run's folder, as zoo.benchmark names it; seed<k>.partial is a run still training.
+# A benchmark run's folder, as zoo.measure.Task names it; seed<k>.partial is a run still training.
 SEED_FOLDER = re.compile(r"seed[0-9]+")
 
 

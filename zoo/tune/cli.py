@@ -81,12 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     check_budget_flag(args.n_timesteps)
     if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout >= 0):
         raise ZooError(f"--timeout must be a number of seconds >= 0, got {args.timeout}")
-    study_name = args.study or f"{args.algo}-{env_slug(args.env)}"
-    if not study_name or "/" in study_name or study_name.startswith(".") or len(study_name) > MAX_STUDY_NAME:
-        raise ZooError(
-            f"--study {shown(study_name)}: a study name is also a folder "
-            f"name: at most {MAX_STUDY_NAME} characters, without '/', not starting with '.'"
-        )
+    study_name = checked_study_name(args.study or f"{args.algo}-{env_slug(args.env)}")
     folder = study_folder(check_folder_path(args.log_folder, "--log-folder"), study_name)
     export_path = None
     if args.export is not None:
@@ -95,33 +90,16 @@ def main(argv: list[str] | None = None) -> int:
         export_path = check_export_path(folder / TUNE_EXPORT_FILE if own else Path(args.export), own or args.force)
     spec = StorageSpec.parse(args.storage, folder, args.heartbeat_interval, args.grace_period)
     reading = args.report or args.export is not None
-    if reading and spec.url is None and not Path(str(spec.journal)).is_file():
-        raise ZooError(
-            f"no study {shown(study_name)}: {spec.journal} does not exist (--study, --log-folder, --storage?)"
-        )
-    database = spec.sqlite_file()
-    if reading and database is not None and not database.is_file():
-        # Opening a SQLite URL creates the file: reading a study must not leave an empty database behind.
-        raise ZooError(f"no study {shown(study_name)}: the SQLite database {database} does not exist (--storage?)")
-    setup, enqueued = None, []
-    if not reading:
-        # Every input is checked before the storage is opened (or its folder created).
-        overrides = parse_overrides(args.hyperparams)
-        if args.n_timesteps is not None:
-            overrides["n_timesteps"] = args.n_timesteps
-        base = get_config(args.algo, args.env, overrides)
-        check_seed(args.first_seed, "--first-seed")
-        last = args.first_seed + args.seeds - 1
-        check_seed(last, f"the last seed (--first-seed {args.first_seed} + --seeds {args.seeds} - 1)")
-        space = load_space(args.algo, args.env, args.space)
-        setup = Setup(args.algo, args.env, base.to_data(), space, args.seeds, args.first_seed)
-        enqueued = [parse_enqueued(setup, text) for text in args.enqueue]
-    optuna.logging.set_verbosity(optuna.logging.ERROR)  # each finished trial gets one line from Progress instead
     if reading:
+        check_study_exists(study_name, spec)
+        optuna.logging.set_verbosity(optuna.logging.ERROR)
         return read_study(study_name, spec, folder, args.report, export_path)
+    # Every input is checked before the storage is opened (or its folder created).
+    setup = run_setup(args)
+    enqueued = [parse_enqueued(setup, text) for text in args.enqueue]
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # each finished trial gets one line from Progress instead
     storage = spec.open()
     with spec.lost_as_error(spec.file_identity()):  # a database that goes away mid-study: one line
-        assert setup is not None, "set above whenever the study is run"
         study = open_study(study_name, storage, setup, args, spec)
         for text, (overrides, params) in zip(args.enqueue, enqueued, strict=True):
             print(enqueue(study, text, overrides, params))
@@ -156,19 +134,58 @@ def main(argv: list[str] | None = None) -> int:
             return 130
         finally:
             progress.close()
-        minutes = (time.perf_counter() - started) / 60
-        counts = Counts.of(study.get_trials(deepcopy=False))
-        print(f"{summary(study)} ({minutes:.1f} min)")
-        print(best_line(study))
-        study_args = ["--env", args.env, "--study", study_name, *storage_args(args, spec)]
-        again = {
-            command: shlex.join(["python", "-m", "zoo", "tune", command, *study_args]) for command in TUNE_SUBCOMMANDS
-        }
-        print(f"report and plots: {again['report']}\nbest as a zoo entry: {again['export']}")
-        if counts.done < args.trials:
-            print(f"stopped with {counts.done} of {args.trials} trials done; rerun the same command to go on")
-            return 1
-        return 0
+        return finish(study, args, spec, started)
+
+
+def checked_study_name(study_name: str) -> str:
+    """``study_name`` if it can be a folder's name; a ZooError saying why not otherwise."""
+    if not study_name or "/" in study_name or study_name.startswith(".") or len(study_name) > MAX_STUDY_NAME:
+        raise ZooError(
+            f"--study {shown(study_name)}: a study name is also a folder "
+            f"name: at most {MAX_STUDY_NAME} characters, without '/', not starting with '.'"
+        )
+    return study_name
+
+
+def check_study_exists(study_name: str, spec: StorageSpec) -> None:
+    """A ZooError where the study to read has no journal or SQLite file (opening one would create it)."""
+    if spec.url is None and not Path(str(spec.journal)).is_file():
+        raise ZooError(
+            f"no study {shown(study_name)}: {spec.journal} does not exist (--study, --log-folder, --storage?)"
+        )
+    database = spec.sqlite_file()
+    if database is not None and not database.is_file():
+        # Opening a SQLite URL creates the file: reading a study must not leave an empty database behind.
+        raise ZooError(f"no study {shown(study_name)}: the SQLite database {database} does not exist (--storage?)")
+
+
+def run_setup(args: argparse.Namespace) -> Setup:
+    """What every trial of a ``tune run`` shares: the entry with its overrides, the search space and the seeds."""
+    overrides = parse_overrides(args.hyperparams)
+    if args.n_timesteps is not None:
+        overrides["n_timesteps"] = args.n_timesteps
+    base = get_config(args.algo, args.env, overrides)
+    check_seed(args.first_seed, "--first-seed")
+    last = args.first_seed + args.seeds - 1
+    check_seed(last, f"the last seed (--first-seed {args.first_seed} + --seeds {args.seeds} - 1)")
+    space = load_space(args.algo, args.env, args.space)
+    return Setup(args.algo, args.env, base.to_data(), space, args.seeds, args.first_seed)
+
+
+def finish(study: optuna.Study, args: argparse.Namespace, spec: StorageSpec, started: float) -> int:
+    """The run's last lines: its summary, its best trial, the commands that read the study; 1 if it stopped short
+    of ``--trials``."""
+    minutes = (time.perf_counter() - started) / 60
+    counts = Counts.of(study.get_trials(deepcopy=False))
+    print(f"{summary(study)} ({minutes:.1f} min)")
+    print(best_line(study))
+    study_args = ["--env", args.env, "--study", study.study_name, *storage_args(args, spec)]
+    again = {command: shlex.join(["python", "-m", "zoo", "tune", command, *study_args]) for command in TUNE_SUBCOMMANDS}
+    print(f"report and plots: {again['report']}\nbest as a zoo entry: {again['export']}")
+    if counts.done < args.trials:
+        print(f"stopped with {counts.done} of {args.trials} trials done; rerun the same command to go on")
+        return 1
+    return 0
 
 
 def check_export_path(path: Path, replace: bool) -> Path:

@@ -37,6 +37,7 @@ from zoo.tune.storage import (
     heartbeat,
     machine_identity,
     process_identity,
+    trial_id,
     worker_id,
 )
 
@@ -115,7 +116,7 @@ def run_trial(trial: optuna.Trial, setup: Setup, target: int, heartbeat_interval
     trial.set_user_attr(WORKER_ATTR, worker_id())
     trial.set_user_attr(WORKER_PROCESS_ATTR, process_identity(os.getpid()))
     trial.set_user_attr(WORKER_MACHINE_ATTR, machine_identity())
-    with heartbeat(trial.storage, trial._trial_id, heartbeat_interval):
+    with heartbeat(trial.storage, trial_id(trial), heartbeat_interval):
         return train_trial(trial, setup, target)
 
 

@@ -113,6 +113,13 @@ def machine_identity() -> str | None:
         return None
 
 
+def trial_id(trial: optuna.Trial) -> int:
+    """The id by which ``trial``'s storage knows it, asked of the storage's public API (Optuna keeps the trial's own
+    copy private)."""
+    study_id = trial.storage.get_study_id_from_name(trial.study.study_name)
+    return trial.storage.get_trial_id_from_study_id_trial_number(study_id, trial.number)
+
+
 @contextlib.contextmanager
 def heartbeat(storage: BaseStorage, trial_id: int, interval: float = JOURNAL_HEARTBEAT_SECONDS) -> Iterator[None]:
     """Refresh the trial's :data:`HEARTBEAT_ATTR` now and every ``interval`` seconds, in a daemon thread, until
