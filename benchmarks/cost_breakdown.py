@@ -23,8 +23,10 @@ from _common import DEFAULTS_N_ENVS, defaults_model
 from stable_baselines3.common.callbacks import BaseCallback
 
 from sb3_reinforce import Reinforce
-from zoo.config import get_config, parse_overrides, training_envs
+from zoo.config import get_config
+from zoo.factories import training_envs
 from zoo.machine import cpu_model
+from zoo.parsers import parse_overrides
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -32,8 +32,9 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import sync_envs_normalization
 
-from zoo.config import get_config, make_model, training_envs
+from zoo.config import get_config
 from zoo.evaluate import evaluate_episodes
+from zoo.factories import make_model, training_envs
 from zoo.machine import cpu_model
 
 RESULTS = Path(__file__).parent / "results" / "critic_fit"

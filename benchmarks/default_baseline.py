@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
 from functools import partial
 from pathlib import Path
@@ -49,16 +50,18 @@ def run(env_id: str, baseline: str, seed: int, steps: int) -> dict[str, Any]:
     th.set_num_threads(1)
     model = defaults_model(env_id, seed, baseline=baseline)
     eval_env = make_vec_env(env_id, 1, seed=seed + 10_000)
-    clock = TimedEvalCallback(
-        eval_env,
-        n_eval_episodes=CURVE_EPISODES,
-        eval_freq=max(steps // CURVE_POINTS // DEFAULTS_N_ENVS, 1),
-        deterministic=True,
-        verbose=0,
-    )
-    start = time.process_time()
-    model.learn(steps, callback=clock)
-    cpu_seconds = time.process_time() - start - clock.eval_cpu_seconds
+    with tempfile.TemporaryDirectory() as log_path:  # SB3's EvalCallback keeps its results only with a log_path
+        clock = TimedEvalCallback(
+            eval_env,
+            n_eval_episodes=CURVE_EPISODES,
+            eval_freq=max(steps // CURVE_POINTS // DEFAULTS_N_ENVS, 1),
+            log_path=log_path,
+            deterministic=True,
+            verbose=0,
+        )
+        start = time.process_time()
+        model.learn(steps, callback=clock)
+        cpu_seconds = time.process_time() - start - clock.eval_cpu_seconds
     scores, _ = evaluate_episodes(model, eval_env, FINAL_EPISODES)
     record = {
         "env_id": env_id,

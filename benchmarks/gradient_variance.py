@@ -65,8 +65,9 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from sb3_reinforce import Reinforce
 from sb3_reinforce.common.advantages import estimate_advantages
 from zoo.agent_format import load_agent, read_config
-from zoo.config import RunConfig, check_env_id, get_config, make_model, run_vec_env, training_envs
+from zoo.config import RunConfig, get_config
 from zoo.errors import ZooError
+from zoo.factories import check_env_id, make_model, run_vec_env, training_envs
 from zoo.machine import cpu_model
 from zoo.normalization import VecNormalizeStats
 

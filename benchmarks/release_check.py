@@ -4,7 +4,8 @@ The tests check behaviour and leave the research records alone, so that changing
 file keeps the default test run green. This script, run on purpose by a maintainer (the docs' contributing
 page), checks what a release promises on top:
 
-- every packaged agent in ``hub_cards/`` was trained with the zoo's current entry for its env;
+- every entry of ``hyperparams/reinforce.yml`` has a packaged agent in ``hub_cards/`` and every packaged agent an
+  entry; each was trained with the zoo's current entry for its env, and its card repeats its ``results.json``;
 - ``docs/results.md`` repeats every row of ``benchmarks/results/zoo/benchmark.md``;
 - every ``python -m zoo tune`` command in ``benchmarks/results/zoo/TUNING.md`` still runs the configuration its
   committed journal (or JSON record) measured.
@@ -16,54 +17,117 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import shlex
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
 
 import optuna
 import yaml
+from huggingface_hub import ModelCard
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
 from sb3_reinforce import Reinforce
+from zoo.agent_format import RENAMED_KEYS, current_spelling
 from zoo.algos import constructor_keys
-from zoo.config import get_config, yaml_numbers
+from zoo.config import config_difference, get_config, known_env_ids
+from zoo.hub.card import format_metric
+from zoo.hub.layout import CARD_FILE, RESULTS_FILE
 from zoo.parsers import tune_parser
 from zoo.tune.objective import CONFIG_ATTR, SCORES_ATTR
 from zoo.tune.space import with_overrides
 from zoo.tune.storage import JOURNAL_FILE
+from zoo.yaml_data import yaml_numbers
 
 ROOT = Path(__file__).resolve().parents[1]
+CARDS = ROOT / "hub_cards"
 TUNING_MD = ROOT / "benchmarks" / "results" / "zoo" / "TUNING.md"
 RECORDS = ROOT / "benchmarks" / "results" / "tuning"
 
 
-def record_defaults() -> dict[str, Any]:
-    """Reinforce's constructor defaults as the committed records (hub_cards/, the tuning journals) were made.
+# The critic's hyperparameters, and those of them that its fit alone reads (not the joint update).
+CRITIC_FIT_KEYS = ("vf_learning_rate", "vf_n_epochs", "vf_batch_size")
+CRITIC_KEYS = ("vf_update", "vf_coef", *CRITIC_FIT_KEYS)
 
-    The critic fit defaulted to 80 full-batch passes then; the entries that fit a critic now write those two
-    values out. Reading a record and today's entry under the same defaults compares what each sets.
-    """
+# A tuning record holds the keys its run set; the ones it left out took the constructor's defaults of its day, and
+# two days came before today's. Before vf_n_epochs existed the critic was trained jointly: a record without the key
+# of a command that asks for the joint update is of that day. Then the fit defaulted to 80 full-batch passes.
+JOINT_DAY_DEFAULTS = {"vf_update": "joint"}
+FIT_80_DAY_DEFAULTS = {"vf_n_epochs": 80, "vf_batch_size": None}
+
+
+def todays_defaults() -> dict[str, Any]:
+    """Reinforce's constructor defaults, without the deprecated keyword that names another."""
     parameters = inspect.signature(Reinforce.__init__).parameters
-    defaults = {key: parameters[key].default for key in constructor_keys(Reinforce)}
-    return {**defaults, "vf_n_epochs": 80, "vf_batch_size": None}
+    return {key: parameters[key].default for key in constructor_keys(Reinforce) if key not in RENAMED_KEYS}
 
 
-def with_defaults(config: dict[str, Any]) -> dict[str, Any]:
-    """A config's data with the records' defaults filled in: an entry that writes a default out (say
-    ``vf_n_epochs: 80``) is still the configuration a card was packaged from without it."""
-    return {**config, "hyperparams": {**record_defaults(), **config.get("hyperparams", {})}}
+def read_hyperparams(hyperparams: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """What a Reinforce run reads of ``hyperparams`` (in today's spelling) over ``defaults``: the critic's keys
+    only with a critic, the fit's only when it fits, vf_coef only when the update is joint."""
+    read = {**defaults, **current_spelling(hyperparams)}
+    unread: tuple[str, ...] = ()
+    if read["baseline"] != "value":
+        unread = CRITIC_KEYS
+    elif read["vf_update"] == "joint":
+        unread = CRITIC_FIT_KEYS
+    else:
+        unread = ("vf_coef",)
+    return {key: value for key, value in read.items() if key not in unread}
 
 
-def card_problems() -> list[str]:
+def packaged_folders(cards: Path) -> list[Path]:
+    return sorted(path for path in cards.iterdir() if path.is_dir())
+
+
+def packaging_problems(cards: Path = CARDS, env_ids: list[str] | None = None) -> list[str]:
+    """Each env of the zoo's table (``env_ids``, by default reinforce.yml's) without a packaged agent in ``cards``,
+    and each packaged agent of an env that the table has no entry for."""
+    entries = set(known_env_ids("reinforce") if env_ids is None else env_ids)
+    packaged = {folder.name for folder in packaged_folders(cards)}
+    return [f"{cards.name} has no packaged agent for the entry {env_id}" for env_id in sorted(entries - packaged)] + [
+        f"{cards.name}/{name} packages an agent for an env that reinforce.yml has no entry for"
+        for name in sorted(packaged - entries)
+    ]
+
+
+def card_record_problems(cards: Path = CARDS) -> list[str]:
+    """Each packaged agent whose results.json does not add up (its mean is not its episodes' mean) or whose card's
+    model-index does not repeat it (mean +/- std as a push renders it)."""
     problems = []
-    for folder in sorted(path for path in (ROOT / "hub_cards").iterdir() if path.is_dir()):
+    for folder in packaged_folders(cards):
+        results = json.loads((folder / RESULTS_FILE).read_text())
+        card = ModelCard((folder / CARD_FILE).read_text())
+        metric = card.data.to_dict()["model-index"][0]["results"][0]["metrics"][0]["value"]
+        if not math.isclose(results["mean_reward"], statistics.fmean(results["episode_rewards"]), rel_tol=1e-9):
+            problems.append(f"{cards.name}/{folder.name}/{RESULTS_FILE}: mean_reward is not its episodes' mean")
+        if metric != format_metric(results["mean_reward"], results["std_reward"]):
+            problems.append(f"{cards.name}/{folder.name}/{CARD_FILE} does not repeat its {RESULTS_FILE}: {metric}")
+    return problems
+
+
+def card_problems(cards: Path = CARDS) -> list[str]:
+    """Each packaged agent whose configuration differs from today's entry for its env: its config.yml's zoo keys,
+    and the hyperparameters its config.json records in full, against the entry over today's defaults."""
+    problems = []
+    defaults = todays_defaults()
+    for folder in packaged_folders(cards):
         run = yaml.safe_load((folder / "config.yml").read_text())
-        packaged = {key: value for key, value in run.items() if key != "seed"}
-        if with_defaults(packaged) != with_defaults(get_config("reinforce", folder.name).to_data()):
-            problems.append(f"hub_cards/{folder.name} was packaged from another configuration than today's entry")
+        agent = json.loads((folder / "config.json").read_text())
+        hyperparams = {**agent["hyperparams"], "policy_kwargs": agent.get("policy_kwargs") or {}}
+        packaged = {**run, "hyperparams": read_hyperparams(hyperparams, defaults)}
+        del packaged["seed"]
+        entry = get_config("reinforce", folder.name).to_data()
+        entry["hyperparams"] = read_hyperparams({"policy_kwargs": {}, **entry["hyperparams"]}, defaults)
+        difference = config_difference(packaged, entry)
+        if difference:
+            problems.append(
+                f"{cards.name}/{folder.name} was packaged from another configuration than today's entry: {difference}"
+            )
     return problems
 
 
@@ -107,8 +171,7 @@ def recorded_config(args: Any) -> dict[str, Any] | str:
 
 
 def tuning_problems() -> list[str]:
-    # A candidate of the joint-critic era asks for vf_n_epochs: 0, which its records predate.
-    defaults = record_defaults()
+    defaults = todays_defaults()
     problems = []
     for argv in tuning_md_commands():
         args = tune_parser().parse_args(argv)
@@ -118,19 +181,19 @@ def tuning_problems() -> list[str]:
         if isinstance(recorded, str):
             problems.append(f"TUNING.md's {args.study}: {recorded}")
             continue
-        if "vf_n_epochs" not in recorded["hyperparams"] and ran["hyperparams"].get("vf_n_epochs") == 0:
-            del ran["hyperparams"]["vf_n_epochs"]
-        for config in (ran, recorded):
-            for key in set(ran["hyperparams"]) | set(recorded["hyperparams"]):
-                config["hyperparams"].setdefault(key, defaults[key])
-        if ran != recorded:
+        ran["hyperparams"] = read_hyperparams(ran["hyperparams"], defaults)
+        joint_day = "vf_n_epochs" not in recorded["hyperparams"] and ran["hyperparams"].get("vf_update") == "joint"
+        day = JOINT_DAY_DEFAULTS if joint_day else FIT_80_DAY_DEFAULTS
+        recorded["hyperparams"] = read_hyperparams(recorded["hyperparams"], {**defaults, **day})
+        if config_difference(recorded, ran):
             problems.append(f"TUNING.md's command for {args.study} no longer runs its recorded configuration")
     return problems
 
 
 def main(argv: list[str] | None = None) -> int:
     del argv  # no options
-    problems = card_problems() + results_page_problems() + tuning_problems()
+    problems = packaging_problems() + card_problems() + card_record_problems() + results_page_problems()
+    problems += tuning_problems()
     for problem in problems:
         print(problem)
     print(f"{len(problems)} problems" if problems else "release check: the records match today's settings")

@@ -24,7 +24,7 @@ import torch as th
 from stable_baselines3.common.vec_env import VecEnv
 
 from zoo.agent_format import load_agent
-from zoo.evaluate import make_eval_env
+from zoo.factories import make_eval_env
 from zoo.machine import cpu_model
 
 ENV_ID = "LunarLander-v3"

@@ -35,7 +35,8 @@ from stable_baselines3 import A2C, PPO
 
 import sb3_reinforce
 from sb3_reinforce import Reinforce
-from zoo.config import get_config, vec_env
+from zoo.config import get_config
+from zoo.factories import vec_env
 from zoo.machine import cpu_model
 
 N_ENVS = 8

@@ -29,7 +29,8 @@ import numpy as np
 import torch as th
 from _common import SolveClock, resumable
 
-from zoo.config import get_config, make_model, training_envs
+from zoo.config import get_config
+from zoo.factories import make_model, training_envs
 from zoo.machine import cpu_model
 
 # env id -> (threshold of the 100-episode mean, env steps between evaluations)

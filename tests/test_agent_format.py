@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,9 @@ from stable_baselines3.common.env_util import make_vec_env
 
 from sb3_reinforce import Reinforce
 from zoo.agent_format import load_agent, save_agent, space_from_json, space_to_json
-from zoo.config import get_config, make_model
+from zoo.config import get_config
 from zoo.errors import ZooError
+from zoo.factories import make_model
 
 
 def greedy(agent: Any, obs: np.ndarray) -> np.ndarray:
@@ -118,3 +120,37 @@ def test_schedules_of_reinforce_rebuild_as_data(tmp_path: Path) -> None:
 def test_an_entropy_schedule_is_refused_for_sb3_algorithms() -> None:
     with pytest.raises(ZooError, match=r"ent_coef must be a number for ppo \(a schedule is Reinforce's\)"):
         get_config("ppo", "CartPole-v1", {"ent_coef": "lin_0.01"})
+
+
+PACKAGED = sorted(path.parent for path in (Path(__file__).resolve().parents[1] / "hub_cards").glob("*/config.json"))
+
+
+@pytest.mark.parametrize("folder", PACKAGED, ids=lambda folder: folder.name)
+def test_packaged_agents_load_without_a_deprecation_warning(folder: Path) -> None:
+    # Their config.json files (pinned by sha256) spell the hang guard max_episode_steps, its name before the rename.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model: Any
+        model, config, _ = load_agent(folder, device="cpu")
+    assert model.hang_guard_steps == config["hyperparams"]["max_episode_steps"]
+    assert model.vf_n_epochs == config["hyperparams"]["vf_n_epochs"]
+    assert model.vf_update == "fit"
+
+
+def test_an_agent_saved_in_the_old_spelling_loads_in_todays(tmp_path: Path) -> None:
+    env = make_vec_env("CartPole-v1", n_envs=2, seed=0)
+    model = Reinforce("MlpPolicy", env, n_episodes=2, vf_update="joint", hang_guard_steps=500, seed=0, device="cpu")
+    config = save_agent(tmp_path, model, env_id="CartPole-v1")
+    hyperparams = config["hyperparams"]
+    # What the zoo wrote before vf_update and hang_guard_steps had their names.
+    del hyperparams["vf_update"]
+    hyperparams["vf_n_epochs"] = 0
+    hyperparams["max_episode_steps"] = hyperparams.pop("hang_guard_steps")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rebuilt: Any
+        rebuilt, _, _ = load_agent(tmp_path, device="cpu", config=config)
+    assert rebuilt.vf_update == "joint"
+    assert rebuilt.hang_guard_steps == 500
+    obs = np.random.default_rng(0).normal(size=(8, 4)).astype(np.float32)
+    np.testing.assert_array_equal(greedy(rebuilt, obs), greedy(model, obs))

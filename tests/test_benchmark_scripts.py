@@ -144,6 +144,7 @@ def test_default_baseline_compares_baselines_of_the_defaults_and_resumes(
     }
     assert {(r["baseline"], r["seed"]) for r in records.values()} == set(records)
     assert all(r["n_timesteps"] >= 800 and r["train_cpu_seconds"] > 0 for r in records.values())
+    assert all(len(r["curve"]) >= 2 for r in records.values()), "evaluated along training"
     table = (tmp_path / "runs.md").read_text()
     assert "| CartPole-v1 (800 steps) | value | 2 |" in table
     # value against itself: the probability of improvement is exactly 1/2.
@@ -188,6 +189,66 @@ def test_release_check_reports_an_entry_that_no_longer_runs_tuning_md_s_records(
     after = release.tuning_problems()
     assert len(after) == len(commands) > len(before)
     assert all("no longer runs its recorded configuration" in problem for problem in set(after) - set(before))
+
+
+def packaged_cards(root: Path, env_ids: list[str]) -> Path:
+    """``root/hub_cards`` with the text files (no weights, zip or replay) of these packaged agents."""
+    cards = root / "hub_cards"
+    for env_id in env_ids:
+        (cards / env_id).mkdir(parents=True)
+        for name in ("config.yml", "config.json", "results.json", "README.md"):
+            (cards / env_id / name).write_bytes((BENCHMARKS.parent / "hub_cards" / env_id / name).read_bytes())
+    return cards
+
+
+def test_release_check_reports_an_entry_without_a_packaged_agent_and_an_agent_without_an_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = load_script("release_check", monkeypatch)
+    cards = packaged_cards(tmp_path, ["CartPole-v1", "Pendulum-v1"])
+    assert release.packaging_problems(cards, ["CartPole-v1", "Pendulum-v1"]) == []
+    assert release.packaging_problems(cards, ["CartPole-v1", "Pendulum-v1", "Acrobot-v1"]) == [
+        "hub_cards has no packaged agent for the entry Acrobot-v1"
+    ]
+    assert release.packaging_problems(cards, ["CartPole-v1"]) == [
+        "hub_cards/Pendulum-v1 packages an agent for an env that reinforce.yml has no entry for"
+    ]
+
+
+def test_release_check_reports_a_card_that_does_not_repeat_its_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = load_script("release_check", monkeypatch)
+    cards = packaged_cards(tmp_path, ["CartPole-v1", "Pendulum-v1"])
+    assert release.card_record_problems(cards) == []
+    results_file = cards / "Pendulum-v1" / "results.json"
+    results = json.loads(results_file.read_text())
+    results_file.write_text(json.dumps({**results, "mean_reward": results["mean_reward"] + 1.0}))
+    problems = release.card_record_problems(cards)
+    assert problems[0] == "hub_cards/Pendulum-v1/results.json: mean_reward is not its episodes' mean"
+    assert problems[1].startswith("hub_cards/Pendulum-v1/README.md does not repeat its results.json: ")
+    assert len(problems) == 2
+
+
+def test_release_check_compares_a_packaged_agent_with_the_entry_under_todays_defaults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = load_script("release_check", monkeypatch)
+    cards = packaged_cards(tmp_path, ["CartPole-v1", "Pendulum-v1"])
+    assert release.card_problems(cards) == []
+    real_get_config = release.get_config
+
+    def entry_without_its_critic_passes(algo: str, env_id: str) -> Any:
+        # The packaged Pendulum-v1 agent fit its critic in 80 passes, as its entry writes; without the key, the
+        # entry runs today's default instead. CartPole-v1's (baseline: mean) has no critic to change.
+        config = real_get_config(algo, env_id)
+        config.hyperparams.pop("vf_n_epochs", None)
+        return config
+
+    monkeypatch.setattr(release, "get_config", entry_without_its_critic_passes)
+    assert release.card_problems(cards) == [
+        "hub_cards/Pendulum-v1 was packaged from another configuration than today's entry: vf_n_epochs 80, now 2"
+    ]
 
 
 def test_convert_vecnormalize_keeps_the_statistics_without_the_pickle(

@@ -35,8 +35,9 @@ from zoo.benchmark import plan
 from zoo.checkpoints import CHECKPOINT_DIR, MANIFEST, exclusive, find_resumable, read_checkpoint, save_checkpoint
 from zoo.checks import sha256_file
 from zoo.cli import main as cli
-from zoo.config import get_config, make_model, training_envs
+from zoo.config import get_config
 from zoo.errors import ZooError
+from zoo.factories import make_model, training_envs
 from zoo.measure import Task, run_task, train_to_staging
 from zoo.runs import RESULT_FILE
 from zoo.train import TrainResult, train

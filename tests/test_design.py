@@ -38,11 +38,6 @@ ALLOWED_PRIVATE = {
         "Distribution._validate_args",
     ): "torch sets the default validation flag publicly but reads it nowhere public; guarded by "
     "test_torch_keeps_its_default_validation_flag_where_the_agent_format_reads_it",
-    (
-        "zoo/checkpoints.py",
-        "getattr(model, '_rng', None)",
-    ): "Reinforce's generator has no public name yet (the library's side of #33); a rename fails "
-    "tests/test_checkpoints.py::test_a_resumed_run_is_the_uninterrupted_run_bit_for_bit",
 }
 
 # Names with a leading underscore that are public API all the same: a named tuple's methods take one so as not to
@@ -264,13 +259,8 @@ def oversized(root: Path = ROOT) -> set[str]:
     return found
 
 
-# Oversized until their splits of #33 land, each entry removed with its split: config.py's five jobs (safe YAML, the
-# table and RunConfig, bounds, factories, flags) and storage.py's two (where a study lives; how a dead worker's
-# trials are found and handed on).
-PENDING_SIZE = {
-    "zoo/config.py",
-    "zoo/tune/storage.py",
-}
+# Oversized until their splits of #33 land, each entry removed with its split (none is pending now).
+PENDING_SIZE: set[str] = set()
 
 
 def test_no_function_or_module_outgrows_one_reading() -> None:

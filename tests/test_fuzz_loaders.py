@@ -1,12 +1,16 @@
 """Hypothesis fuzzing of the zoo's loaders of outside data: config.json (a downloaded agent), vec_normalize.json,
 a hyperparameter YAML file, ``--hyperparams``, a downloaded or packaged results.json, a benchmark record, a search
 space of ``zoo tune`` and its ``--enqueue`` (each as far as the configuration a trial would train, through a
-journal, so that what a trial records must be JSON).
+journal, so that what a trial records must be JSON), a run's checkpoint (checkpoint.json, its member files and
+progress.csv, as far as restoring a model from it), what a Ray task sends back (as far as the run folder written
+and its record read back), and the hyperparameters the rl_zoo3 shim converts (a ``--conf-file`` entry, and the
+zoo's table as rl_zoo3 reads it).
 
 Each example is either a valid document with a few fields replaced, removed or added, or arbitrary data or text.
 Whatever it is, the loader either returns or raises one ZooError naming the problem: never another exception, a
-RecursionError or a hang, and it writes no file outside the example's folder (checked with an audit hook on every
-open-for-writing, rename, removal and folder creation of the process while the loader runs).
+RecursionError or a hang, it writes no file outside the example's folder, and it runs no code: an audit hook
+records every open-for-writing, rename, removal and folder creation of the process, and every process start and
+unpickled class, while the loader runs.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import contextlib
 import copy
 import json
 import os
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,9 +37,10 @@ from tests.helpers import run_record
 from zoo import config as zoo_config
 from zoo.agent_format import load_agent, save_agent
 from zoo.algos import constructor_keys
-from zoo.config import ZOO_KEYS, get_config, load_file, parse_overrides, parse_table
+from zoo.config import ZOO_KEYS, get_config, load_file, parse_table
 from zoo.errors import ZooError
 from zoo.normalization import VecNormalizeStats
+from zoo.parsers import parse_overrides
 
 FUZZ = settings(
     max_examples=120,
@@ -58,10 +64,17 @@ def _outside(path: Any) -> bool:
     return not any(resolved == root or root in resolved.parents for root in _allowed)
 
 
+# What running code from a file looks like to the audit hook: a process started, or a class looked up by a pickle
+# (the loaders read JSON, YAML as plain data, safetensors and torch's weights-only format, none of which does).
+CODE_EVENTS = ("os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "subprocess.Popen", "pickle.find_class")
+
+
 def _audit(event: str, args: tuple[Any, ...]) -> None:
     if not _allowed:
         return
-    if event == "open":
+    if event in CODE_EVENTS:
+        _violations.append(f"{event}{args!r}")
+    elif event == "open":
         path, mode, flags = args
         writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or bool((flags or 0) & WRITE_FLAGS)
         if writing and _outside(path):
@@ -416,3 +429,386 @@ def test_the_valid_tune_documents_load(tmp_path: Path) -> None:
     text = yaml.safe_dump(ENQUEUED, default_flow_style=True).strip()
     assert enqueue(study, text, *parse_enqueued(setup, text)).startswith("enqueued")
     run_a_trial(study, base, space)
+
+
+# ---------------------------------------------------------------------------------------------- checkpoints
+
+CHECKPOINTED = {
+    "n_timesteps": 400,
+    "n_envs": 2,
+    "n_episodes": 2,
+    "policy_kwargs": {"net_arch": [8]},
+    "normalize": True,
+    "baseline": "value",
+    "vf_n_epochs": 1,
+}
+# Fewer examples than the other loaders: each one copies a checkpoint and restores a model from it.
+CHECKPOINT_FUZZ = settings(FUZZ, max_examples=60)
+
+
+@pytest.fixture(scope="module")
+def checkpointed_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any, Any, dict[str, Any]]:
+    """A run folder holding a checkpoint of a trained model (optimizer moments, VecNormalize statistics, evaluation
+    generators, a best model) and its progress.csv; the model, its evaluation env, and the run's config."""
+    from zoo.checkpoints import EvaluationState, generator_states, save_checkpoint
+    from zoo.factories import make_model, training_envs
+
+    config = get_config("reinforce", "CartPole-v1", CHECKPOINTED)
+    env, eval_env = training_envs(config, 0)
+    model = make_model(config, env, 0)
+    model.learn(200)
+    eval_env.reset()
+    evaluation = EvaluationState([200], [[9.0, 11.0]], [[9, 11]], [], 10.0, 10.0, 1, generator_states(eval_env))
+    run_dir = tmp_path_factory.mktemp("checkpointed") / "CartPole-v1_1"
+    run_dir.mkdir()
+    model.save(run_dir / "best_model.zip")
+    save_checkpoint(
+        run_dir,
+        model,
+        config=config.to_data(0),
+        train_seconds=1.0,
+        train_cpu_seconds=1.0,
+        resumed_at=[],
+        evaluation=evaluation,
+        best_model=run_dir / "best_model.zip",
+    )
+    (run_dir / "progress.csv").write_text("time/total_timesteps,train/loss\n100,0.5\n200,0.25\n")
+    return run_dir, model, eval_env, config.to_data(0)
+
+
+class Hostile:
+    """An object that, unpickled, would create the folder ``path``: code run from a file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (os.mkdir, (str(self.path),))
+
+
+def torch_bytes(value: Any) -> bytes:
+    import io
+
+    import torch as th
+
+    buffer = io.BytesIO()
+    th.save(value, buffer)
+    return buffer.getvalue()
+
+
+def state_variants(state: dict[str, Any]) -> dict[str, Any]:
+    """torch files that torch reads: the real state with one thing wrong, or other structures."""
+    import torch as th
+
+    parameters, rng = state["parameters"], state["torch_rng"]
+    first = next(iter(parameters))
+    tensor_name = next(iter(parameters[first]))
+    optimizer = next(name for name, value in parameters.items() if value.get("state"))
+    moments = parameters[optimizer]["state"]
+    index = next(iter(moments))
+    moment = next(key for key, value in moments[index].items() if isinstance(value, th.Tensor) and value.dim() > 0)
+    wrong_moment = {**moments, index: {**moments[index], moment: th.zeros(3, 1, 2)}}
+    return {
+        "no state dicts": {"parameters": {}, "torch_rng": rng},
+        "a state dict missing": {"parameters": {k: v for k, v in parameters.items() if k != first}, "torch_rng": rng},
+        "a tensor of another shape": {
+            "parameters": {**parameters, first: {**parameters[first], tensor_name: th.zeros(3, 1, 2)}},
+            "torch_rng": rng,
+        },
+        "an optimizer moment of another shape": {
+            "parameters": {**parameters, optimizer: {**parameters[optimizer], "state": wrong_moment}},
+            "torch_rng": rng,
+        },
+        "a generator state of floats": {"parameters": parameters, "torch_rng": rng.float()},
+        "another key": {"parameters": parameters, "torch_rng": rng, "more": 1},
+        "a list for a state dict": {"parameters": {first: [1, 2]}, "torch_rng": rng},
+        "a list": [parameters, rng],
+        "None": None,
+    }
+
+
+@contextlib.contextmanager
+def generators_kept() -> Iterator[None]:
+    """Python's, numpy's and torch's global generators as they were: restoring a checkpoint sets them."""
+    import random
+
+    import numpy as np
+    import torch as th
+
+    python, numpy, torch = random.getstate(), np.random.get_state(), th.get_rng_state()  # noqa: NPY002
+    try:
+        yield
+    finally:
+        random.setstate(python)
+        np.random.set_state(numpy)  # noqa: NPY002
+        th.set_rng_state(torch)
+
+
+def section_mutated(valid: dict[str, Any]) -> st.SearchStrategy[str]:
+    """``valid`` with one of its top-level sections mutated, as JSON text: a checkpoint's generator states hold
+    over a thousand numbers, which would otherwise take most of the mutations."""
+
+    def replaced(section: str, value: Any) -> str:
+        return json.dumps({**valid, section: value}, allow_nan=True)
+
+    return st.sampled_from(sorted(valid)).flatmap(
+        lambda section: st.builds(lambda value: replaced(section, value), mutated(valid[section]))
+    )
+
+
+CSV_TEXT = st.text(alphabet='0123456789.,-e"\n\x00 abinf/_time/total_timesteps', max_size=80) | st.sampled_from(
+    ["time/total_timesteps\ninf\n", "time/total_timesteps\n1e400\n", "time/total_timesteps\nnan\n", "a,b\n1,2\n"]
+)
+
+
+@CHECKPOINT_FUZZ
+@given(data=st.data())
+@example(data=None)
+@example(data="hostile")
+def test_checkpoint(checkpointed_run: tuple[Path, Any, Any, dict[str, Any]], data: Any, tmp_path: Path) -> None:
+    """A corrupt or hostile checkpoint is one ZooError when named (``--resume FOLDER``), and is passed over with a
+    warning when looked for (``--resume``: the run starts over); torch reads its state without unpickling code."""
+    import torch as th
+
+    from zoo.checkpoints import (
+        CHECKPOINT_DIR,
+        MANIFEST,
+        PROGRESS_CSV,
+        find_resumable,
+        logged_rows,
+        read_checkpoint,
+        restore,
+        set_generator_states,
+    )
+
+    source, model, eval_env, config = checkpointed_run
+    logs = tmp_path / "logs"
+    shutil.rmtree(logs, ignore_errors=True)
+    run_dir = logs / "reinforce" / source.name
+    shutil.copytree(source, run_dir)
+    folder = run_dir / CHECKPOINT_DIR
+    manifest = json.loads((folder / MANIFEST).read_text())
+    marker = tmp_path.parent / f"{tmp_path.name}-ran"  # outside the folder the loader may write to
+
+    if data is None:
+        write(folder / MANIFEST, DEEP)
+    elif data == "hostile":
+        refit_member(folder, "state", torch_bytes({"parameters": Hostile(marker), "torch_rng": th.get_rng_state()}))
+    else:
+        target = data.draw(st.sampled_from(["manifest", "manifest", "state", "best_model", "progress"]))
+        if target == "manifest":
+            write(folder / MANIFEST, data.draw(documents(manifest) | section_mutated(manifest)))
+        elif target == "progress":
+            write(run_dir / PROGRESS_CSV, data.draw(CSV_TEXT))
+        else:
+            original = (folder / manifest["files"][target]["name"]).read_bytes()
+            state = th.load(folder / manifest["files"]["state"]["name"], weights_only=True)
+            torn = st.integers(0, len(original) - 1).map(lambda n: original[:n])
+            variants = st.sampled_from(list(state_variants(state).values())).map(torch_bytes)
+            refit_member(folder, target, data.draw(torn | st.binary(max_size=64) | variants))
+
+    def load() -> None:
+        assert find_resumable(logs, "reinforce", "CartPole-v1", config) in (None, run_dir)
+        checkpoint = read_checkpoint(run_dir)
+        restore(checkpoint, model)
+        if checkpoint.evaluation.generators is not None:
+            set_generator_states(eval_env, checkpoint.evaluation.generators)
+        logged_rows(run_dir / PROGRESS_CSV, checkpoint.num_timesteps)
+
+    with generators_kept():
+        only_zoo_errors(load, tmp_path)
+    assert not marker.exists()
+
+
+def refit_member(folder: Path, key: str, content: bytes) -> None:
+    """A checkpoint's member file replaced, with the manifest's size and sha256 fitting it, as a hostile writer
+    would do."""
+    import hashlib
+
+    from zoo.checkpoints import MANIFEST
+
+    manifest = json.loads((folder / MANIFEST).read_text())
+    record = manifest["files"][key]
+    (folder / record["name"]).write_bytes(content)
+    record.update(size=len(content), sha256=hashlib.sha256(content).hexdigest())
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+
+
+def test_the_valid_checkpoint_restores(checkpointed_run: tuple[Path, Any, Any, dict[str, Any]], tmp_path: Path) -> None:
+    from zoo.checkpoints import find_resumable, logged_rows, read_checkpoint, restore
+
+    source, model, _, config = checkpointed_run
+    run_dir = tmp_path / "reinforce" / source.name
+    shutil.copytree(source, run_dir)
+    assert find_resumable(tmp_path, "reinforce", "CartPole-v1", config) == run_dir
+    checkpoint = read_checkpoint(run_dir)
+    with generators_kept():
+        restore(checkpoint, model)
+    assert checkpoint.num_timesteps == model.num_timesteps
+    assert logged_rows(run_dir / "progress.csv", checkpoint.num_timesteps)[1] == ["100,0.5\n", "200,0.25\n"]
+
+
+STATE_VARIANTS = (
+    "no state dicts",
+    "a state dict missing",
+    "a tensor of another shape",
+    "an optimizer moment of another shape",
+    "a generator state of floats",
+    "another key",
+    "a list for a state dict",
+    "a list",
+    "None",
+)
+
+
+@pytest.mark.parametrize("variant", STATE_VARIANTS)
+def test_a_checkpoint_state_that_does_not_fit_is_one_error(
+    checkpointed_run: tuple[Path, Any, Any, dict[str, Any]], tmp_path: Path, variant: str
+) -> None:
+    """Each way a state file torch can read may not fit the model (its manifest fitting it) is refused."""
+    import torch as th
+
+    from zoo.checkpoints import CHECKPOINT_DIR, read_checkpoint, restore
+
+    source, model, _, _ = checkpointed_run
+    run_dir = tmp_path / source.name
+    shutil.copytree(source, run_dir)
+    (state_file,) = (run_dir / CHECKPOINT_DIR).glob("state-*.pt")
+    variants = state_variants(th.load(state_file, weights_only=True))
+    assert sorted(variants) == sorted(STATE_VARIANTS)
+    refit_member(run_dir / CHECKPOINT_DIR, "state", torch_bytes(variants[variant]))
+    with generators_kept(), pytest.raises(ZooError, match=r"checkpoint|state|parameters|torch_rng|optimizer"):
+        restore(read_checkpoint(run_dir), model)
+
+
+# ------------------------------------------------------------------------------------- Ray task results
+
+TASK_FILES = {"config.yml": b"algo: reinforce\n", "CartPole-v1.zip": b"PK\x05\x06" + bytes(18)}
+FILE_NAMES = st.sampled_from(
+    ["result.json", "config.yml", "", ".", "..", "../escape", "a/b", ".hidden", "nul\x00", "x" * 300]
+) | st.text(max_size=10)
+RECORD_BYTES = st.builds(lambda doc: json.dumps(doc, allow_nan=True).encode(), mutated(run_record()) | JSON)
+
+
+@st.composite
+def task_results(draw: st.DrawFn) -> Any:
+    """What ``ray.get`` may return for a task: (record, files, node) with one to three things wrong, or anything."""
+    record = run_record()
+    files: dict[Any, Any] = {"result.json": json.dumps(record).encode(), **TASK_FILES}
+    for _ in range(draw(st.integers(1, 3))):
+        action = draw(st.sampled_from(["record", "add", "remove", "value"]))
+        if action == "record":
+            files["result.json"] = draw(RECORD_BYTES | st.binary(max_size=32))
+        elif action == "add":
+            files[draw(FILE_NAMES)] = draw(st.binary(max_size=16))
+        elif action == "remove" and files:
+            del files[draw(st.sampled_from(sorted(files, key=repr)))]
+        elif files:
+            files[draw(st.sampled_from(sorted(files, key=repr)))] = draw(JSON)
+    parts = [draw(mutated(record) | JSON), draw(st.just(files) | JSON), draw(st.just("10.0.0.1/abcdef") | JSON)]
+    shape = draw(st.sampled_from(["tuple", "tuple", "tuple", "list", "short", "anything"]))
+    if shape == "anything":
+        return draw(JSON)
+    return tuple(parts) if shape == "tuple" else parts if shape == "list" else tuple(parts[:2])
+
+
+@FUZZ
+@given(result=task_results())
+@example(result=None)
+@example(result=(run_record(), {"result.json": DEEP.encode()}, "node"))
+def test_ray_task_result(result: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a Ray task sends back is written as a run folder whose record reads back as the one passed on, or is
+    one ZooError and writes nothing: the driver's handling of ``ray.get``'s value (zoo.ray_backend)."""
+    import tempfile
+
+    from zoo.measure import Task, check_task_result, read_record
+    from zoo.ray_backend import write_run
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # write_run stages the files in a temporary folder
+    out = tmp_path / "out"
+    shutil.rmtree(out, ignore_errors=True)
+    task = Task("reinforce", "CartPole-v1", 0, None, str(out))
+
+    def load() -> None:
+        record, files, _ = check_task_result(task, result)
+        write_run(task, files)
+        assert read_record(task.folder) == record
+
+    only_zoo_errors(load, tmp_path)
+    if not (task.folder / "result.json").exists():
+        assert not out.exists() or not any(out.rglob("*.json"))  # nothing half-written
+
+
+def test_a_valid_ray_task_result_is_written(tmp_path: Path) -> None:
+    from zoo.measure import Task, check_task_result, read_record
+    from zoo.ray_backend import write_run
+
+    task = Task("reinforce", "CartPole-v1", 0, None, str(tmp_path))
+    files = {"result.json": json.dumps(run_record()).encode(), **TASK_FILES}
+    record, checked, node = check_task_result(task, (run_record(), files, "10.0.0.1/abcdef"))
+    write_run(task, checked)
+    assert read_record(task.folder) == record == run_record()
+    assert node == "10.0.0.1/abcdef"
+    assert sorted(path.name for path in task.folder.iterdir()) == sorted(files)
+
+
+# ------------------------------------------------------------------------------- the rl_zoo3 shim's conversion
+
+RL_ZOO3_ENTRY = {
+    "n_envs": 2,
+    "n_timesteps": 1000,
+    "policy": "MlpPolicy",
+    "learning_rate": "lin_1e-3",
+    "ent_coef": "lin_0.01",
+    "vf_learning_rate": "lin_1e-3",
+    "n_episodes": 2,
+    "policy_kwargs": {"activation_fn": "relu", "optimizer_class": "adam", "net_arch": [16]},
+}
+RL_ZOO3_FUZZ = settings(FUZZ, max_examples=80)
+
+
+@RL_ZOO3_FUZZ
+@given(data=st.data())
+@example(data="deep")
+def test_rl_zoo3_conf_file(data: Any, tmp_path: Path) -> None:
+    """A ``--conf-file`` entry (or ``--hyperparams`` on top of it), as rl_zoo3 parses it, converted by the shim:
+    schedules and class names in the zoo's words become objects, or one ZooError names the value."""
+    from types import SimpleNamespace
+
+    from zoo.rl_zoo3 import zoo_values_as_objects
+
+    if data == "deep":
+        text = "CartPole-v1:\n  policy_kwargs: " + "{a: " * 500 + "1" + "}" * 500 + "\n"
+    else:
+        dumped = st.builds(lambda entry: yaml.safe_dump({"CartPole-v1": entry}), mutated(RL_ZOO3_ENTRY))
+        with_tag = st.builds(lambda tag: f"CartPole-v1:\n  ent_coef: {tag}\n", TAGS)
+        text = data.draw(dumped | dumped | with_tag | YAML_TEXT)
+    try:
+        table = yaml.safe_load(text)  # what rl_zoo3 does with a .yml conf file, before the shim sees it
+    except (yaml.YAMLError, RecursionError):
+        return
+    entry = table.get("CartPole-v1") if isinstance(table, dict) else None
+    if not isinstance(entry, dict):
+        return  # rl_zoo3 reports a missing entry itself
+    manager = SimpleNamespace(algo="reinforce")
+    only_zoo_errors(lambda: zoo_values_as_objects(lambda self: (entry, dict(entry)))(manager), tmp_path)
+
+
+@RL_ZOO3_FUZZ
+@given(data=st.data())
+def test_rl_zoo3_reads_the_zoo_table(data: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The zoo's hyperparameter table as rl_zoo3 reads it through ``--conf-file zoo.rl_zoo3``: every entry, with
+    its schedules and class names as objects, or one ZooError."""
+    import zoo.rl_zoo3
+
+    dumped = st.builds(lambda table: yaml.safe_dump(table, sort_keys=False), mutated(load_file("reinforce")))
+    text = data.draw(dumped | dumped | st.builds(lambda tag: f"Pendulum-v1:\n  ent_coef: {tag}\n", TAGS))
+
+    def load() -> None:
+        table = parse_table(text, "fuzz.yml")
+        monkeypatch.setattr(zoo_config, "load_file", lambda algo: table)
+        for env_id, entry in zoo.rl_zoo3.hyperparams.items():
+            assert not isinstance(entry.get("ent_coef"), str)
+            assert entry["n_timesteps"] == get_config("reinforce", env_id).n_timesteps
+
+    only_zoo_errors(load, tmp_path)

@@ -209,6 +209,20 @@ def test_same_seed_same_parameters_and_save_load_round_trip(tmp_path: Path) -> N
     assert resumed.rollout_buffer.n_envs == 3
 
 
+def test_the_generator_state_is_plain_data_that_restores_the_draws() -> None:
+    # What a checkpoint saves of the algorithm's own generator, and restores into the model it resumes.
+    model = Reinforce("MlpPolicy", "CartPole-v1", n_episodes=2, seed=3, device="cpu")
+    state = model.generator_state
+    assert json.loads(json.dumps(state)) == state
+    seeds = [model._env_seed() for _ in range(3)]
+    assert model.generator_state != state
+    model.generator_state = state
+    assert [model._env_seed() for _ in range(3)] == seeds
+    unset = Reinforce("MlpPolicy", "CartPole-v1", _init_setup_model=False)
+    with pytest.raises(RuntimeError, match="call _setup_model"):
+        unset.generator_state = state
+
+
 BOX = spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32)
 SPACE_CASES: list[tuple[str, spaces.Space, spaces.Space]] = [
     ("MlpPolicy", BOX, spaces.Discrete(3)),

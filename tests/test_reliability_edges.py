@@ -36,7 +36,7 @@ from zoo.cli import main as cli
 from zoo.errors import ZooError
 from zoo.hub import client
 from zoo.measure import read_record
-from zoo.tune.storage import (
+from zoo.tune.orphans import (
     FAIL_REASON_ATTR,
     HEARTBEAT_ATTR,
     WORKER_ATTR,

@@ -29,20 +29,15 @@ from tests.postgres import crash, postgres_server, server_binaries
 from zoo import config as zoo_config
 from zoo.algos import hyperparams_from_model
 from zoo.cli import main as cli
-from zoo.config import RunConfig, get_config, known_env_ids, make_model, run_vec_env
+from zoo.config import RunConfig, get_config, known_env_ids
 from zoo.errors import ZooError
+from zoo.factories import make_model, run_vec_env
 from zoo.train import train
 from zoo.tune.objective import CONFIG_ATTR, SCORES_ATTR, Surplus, check_not_surplus
+from zoo.tune.orphans import FAIL_REASON_ATTR, WORKER_ATTR, WORKER_PROCESS_ATTR, hand_on_orphans, process_identity
 from zoo.tune.report import table
 from zoo.tune.space import Sample, apply, fixed_params, load_space, suggest, with_overrides
-from zoo.tune.storage import (
-    FAIL_REASON_ATTR,
-    JOURNAL_FILE,
-    WORKER_ATTR,
-    WORKER_PROCESS_ATTR,
-    hand_on_orphans,
-    process_identity,
-)
+from zoo.tune.storage import JOURNAL_FILE
 
 ZOO_ENVS = ["CartPole-v1", "Acrobot-v1", "LunarLander-v3", "Pendulum-v1", "MountainCarContinuous-v0"]
 TINY_SPACE = """
@@ -52,7 +47,8 @@ reinforce:
     learning_rate: {log_uniform: [1.0e-3, 3.0e-2], schedule: [constant, linear]}
     n_episodes: {categorical: [2, 4]}
     gae_lambda: {categorical: [0.95, 1.0], when: {baseline: value}}
-    vf_n_epochs: {int: [0, 3], when: {baseline: value}}
+    vf_update: {categorical: [joint, fit], when: {baseline: value}}
+    vf_n_epochs: {int: [1, 3], when: {vf_update: fit}}
 """
 TERMINAL = (TrialState.COMPLETE, TrialState.PRUNED)
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,7 +105,7 @@ def test_the_zoo_space_covers_every_env_and_the_critic(env_id: str) -> None:
     space = load_space("reinforce", env_id)
     names = [param.name for param in space.params]
     assert {"learning_rate", "n_episodes", "gamma", "gae_lambda", "ent_coef"} <= set(names)
-    assert {"vf_learning_rate", "vf_n_epochs", "vf_batch_size"} <= set(names)
+    assert {"vf_update", "vf_coef", "vf_learning_rate", "vf_n_epochs", "vf_batch_size"} <= set(names)
     # Every current entry lies inside its space, so any of them can be enqueued and reproduced exactly: the
     # trial builds the same model (its defaults written out, lin_5e-3 as lin_0.005).
     entry = get_config("reinforce", env_id)
@@ -132,26 +128,32 @@ def test_sampled_configurations_build_and_respect_their_conditions() -> None:
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0), direction="maximize")
     base = get_config("reinforce", "CartPole-v1", {"n_envs": 2})
     env = run_vec_env(base, seed=0)
-    critics = 0
+    critic_keys = {"gae_lambda", "vf_update", "vf_n_epochs", "vf_learning_rate", "vf_batch_size"}
+    critics = joint = 0
     for _ in range(30):
         trial = study.ask()
         sample = suggest(trial, space)
         config = apply(base, sample)
         hyperparams = config.hyperparams
         if hyperparams["baseline"] != "value":
-            assert not {"gae_lambda", "vf_n_epochs", "vf_learning_rate", "vf_batch_size"} & set(hyperparams)
-        elif hyperparams["vf_n_epochs"] == 0:
+            assert not critic_keys & set(hyperparams)
+        elif hyperparams["vf_update"] == "joint":
+            joint += 1
             assert "vf_coef" in hyperparams
             assert "vf_learning_rate" not in hyperparams
+            assert "vf_n_epochs" not in hyperparams
         else:
             critics += 1
+            assert hyperparams["vf_update"] == "fit"
             assert "vf_coef" not in hyperparams
+            assert hyperparams["vf_n_epochs"] >= 1
             assert isinstance(hyperparams["vf_learning_rate"], float) or hyperparams["vf_learning_rate"].startswith(
                 "lin_"
             )
         make_model(config, env, seed=0)  # the constructor accepts every combination the space can draw
         study.tell(trial, 0.0)
     assert critics > 0
+    assert joint > 0
     env.close()
 
 

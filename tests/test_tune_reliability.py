@@ -27,7 +27,7 @@ from optuna.trial import TrialState
 
 from tests.helpers import one_error_line
 from zoo.cli import main as cli
-from zoo.tune.storage import FAIL_REASON_ATTR, WORKER_ATTR
+from zoo.tune.orphans import FAIL_REASON_ATTR, WORKER_ATTR
 
 STUDY = ["--env", "CartPole-v1", "--study", "s"]
 TINY = ["--space", "none", "--n-timesteps", "300", "--hyperparams", "n_envs=2", "n_episodes=2"]

@@ -22,13 +22,15 @@ from sb3_reinforce import Reinforce
 from sb3_reinforce.variants import VARIANTS
 from tests.helpers import one_error_line
 from zoo import config as zoo_config
+from zoo import factories
 from zoo.algos import resolve, unresolve
 from zoo.cli import COMMANDS
 from zoo.cli import main as cli
-from zoo.config import ZOO_KEYS, RunConfig, get_config, known_env_ids, load_file, parse_overrides
+from zoo.config import ZOO_KEYS, RunConfig, get_config, known_env_ids, load_file
 from zoo.errors import ZooError
 from zoo.machine import cpu_model
 from zoo.normalization import VecNormalizeStats
+from zoo.parsers import parse_overrides
 from zoo.runs import VEC_NORMALIZE_JSON
 from zoo.train import train
 
@@ -129,14 +131,14 @@ def test_training_envs_are_not_rendered_so_lunar_lander_keeps_no_particles() -> 
             env.step(np.array([2]))  # the main engine
         return len(env.envs[0].unwrapped.particles)
 
-    assert particles_after_firing(zoo_config.vec_env("LunarLander-v3", seed=0)) == 0
-    assert particles_after_firing(zoo_config.vec_env("LunarLander-v3", seed=0, render_mode="rgb_array")) > 0
-    training = zoo_config.run_vec_env(get_config("reinforce", "LunarLander-v3"), seed=0)
+    assert particles_after_firing(factories.vec_env("LunarLander-v3", seed=0)) == 0
+    assert particles_after_firing(factories.vec_env("LunarLander-v3", seed=0, render_mode="rgb_array")) > 0
+    training = factories.run_vec_env(get_config("reinforce", "LunarLander-v3"), seed=0)
     assert all(env.unwrapped.render_mode is None for env in training.envs)
 
 
 def test_training_envs_normalize_as_the_entry_says() -> None:
-    env, eval_env = zoo_config.training_envs(get_config("reinforce", "Pendulum-v1"), seed=0, eval_n_envs=3)
+    env, eval_env = factories.training_envs(get_config("reinforce", "Pendulum-v1"), seed=0, eval_n_envs=3)
     assert isinstance(env, VecNormalize)
     assert env.training
     assert env.norm_reward
@@ -144,7 +146,7 @@ def test_training_envs_normalize_as_the_entry_says() -> None:
     assert not eval_env.training
     assert not eval_env.norm_reward
     assert eval_env.num_envs == 3
-    plain, plain_eval = zoo_config.training_envs(get_config("reinforce", "CartPole-v1"), seed=0)
+    plain, plain_eval = factories.training_envs(get_config("reinforce", "CartPole-v1"), seed=0)
     assert not isinstance(plain, VecNormalize)
     assert not isinstance(plain_eval, VecNormalize)
 

@@ -53,6 +53,7 @@ from zoo.algos import (
     policy_alias,
     resolve,
 )
+from zoo.bounds import ENV_ID_FORM, check_env_kwargs, check_value
 from zoo.checks import (
     FILE_NAME,
     check_digest,
@@ -60,12 +61,12 @@ from zoo.checks import (
     file_record,
     flatten,
     integer,
+    is_integer,
     is_real,
     read_json,
     sha256_file,
     shown,
 )
-from zoo.config import ENV_ID_FORM, check_env_kwargs, check_value
 from zoo.errors import ZooError, first_line
 from zoo.normalization import JSON_FILE as VEC_NORMALIZE_JSON
 from zoo.normalization import VecNormalizeStats, check_settings
@@ -88,6 +89,10 @@ VERSION_PACKAGES = {
     "numpy": "numpy",
     "safetensors": "safetensors",
 }
+# Constructor keywords that config.json files written before a rename carry (hub_cards/ holds such files, pinned by
+# sha256), and their names now. The library warns whoever writes the old names; a saved agent is not its reader's
+# to rewrite, so it is read in today's spelling, silently.
+RENAMED_KEYS = {"max_episode_steps": "hang_guard_steps"}
 
 
 # ----------------------------------------------------------------------------------------------------------- spaces
@@ -475,12 +480,28 @@ def _setup(model: BaseAlgorithm, config: dict[str, Any], weights: Path | None) -
     model._setup_model()
 
 
+def current_spelling(hyperparams: dict[str, Any]) -> dict[str, Any]:
+    """A saved agent's hyperparameters in today's spelling: each of :data:`RENAMED_KEYS` under its new name, and
+    the joint critic update, once written ``vf_n_epochs: 0``, as ``vf_update: joint``."""
+    current = dict(hyperparams)
+    for old, new in RENAMED_KEYS.items():
+        if old in current and new not in current:
+            value = current.pop(old)
+            if value is not None:  # None: the old keyword left at its default
+                current[new] = value
+    vf_n_epochs = current.get("vf_n_epochs")
+    if is_integer(vf_n_epochs) and vf_n_epochs == 0 and "vf_update" not in current:
+        del current["vf_n_epochs"]
+        current["vf_update"] = "joint"
+    return current
+
+
 def build_model(config: dict[str, Any], device: th.device | str = "auto", weights: Path | None = None) -> BaseAlgorithm:
     """An untrained model with the architecture and hyperparameters that ``config`` (checked by
     :func:`check_config`) describes; with ``weights``, its sizes are checked against them before it is built."""
     algo = config["algo"]
     cls: Any = ALGOS[algo]
-    kwargs = {key: value for key, value in config["hyperparams"].items() if key not in TRAINING_ONLY}
+    kwargs = {key: value for key, value in current_spelling(config["hyperparams"]).items() if key not in TRAINING_ONLY}
     try:
         kwargs = resolve({**kwargs, "policy_kwargs": config.get("policy_kwargs") or {}})
         model = cls(config["policy"], env=None, _init_setup_model=False, device=device, **kwargs)

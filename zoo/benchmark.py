@@ -51,21 +51,15 @@ from zoo.benchmark_table import (
 )
 from zoo.checkpoints import checkpointed_runs, read_checkpoint
 from zoo.checks import shown
-from zoo.config import (
-    check_budget_flag,
-    check_env_id,
-    config_difference,
-    known_env_ids,
-    load_file,
-    parse_overrides,
-    read_yaml_file,
-)
+from zoo.config import config_difference, known_env_ids, load_file
 from zoo.errors import ZooError
+from zoo.factories import check_env_id
 from zoo.folders import make_folder
 from zoo.measure import Task, hyperparams_flag, read_record, run_task
-from zoo.parsers import DEFAULT_OUT, QUICK_TIMESTEPS, benchmark_parser
+from zoo.parsers import DEFAULT_OUT, QUICK_TIMESTEPS, benchmark_parser, check_budget_flag, parse_overrides
 from zoo.ray_backend import run_on_ray
 from zoo.runs import CONFIG_YML, RESULT_FILE
+from zoo.yaml_data import read_yaml_file
 
 QUICK_ENVS = ["CartPole-v1"]
 
@@ -166,9 +160,12 @@ def main(argv: list[str] | None = None) -> int:
         try:
             failed = execute(todo, args.ray, args.jobs, records.append)
         except KeyboardInterrupt:
+            # On Ray the others start over: their checkpoints were in the nodes' scratch folders, now removed.
+            others = (
+                "the others start over" if args.ray else "the others' last checkpoints in their seed<k>.partial folders"
+            )
             print(
-                f"interrupted: the finished runs are kept in {out / 'runs'}, the others' last checkpoints in their "
-                "seed<k>.partial folders; the same command resumes",
+                f"interrupted: the finished runs are kept in {out / 'runs'}, {others}; the same command resumes",
                 file=sys.stderr,
             )
             raise

@@ -33,6 +33,7 @@ import glob
 import io
 import json
 import os
+import pickle
 import random
 import shutil
 import sys
@@ -47,6 +48,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.logger import CSVOutputFormat, Logger
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
+from sb3_reinforce.common.episodic import EpisodicOnPolicyAlgorithm
 from zoo.checks import (
     FILE_NAME,
     check_digest,
@@ -247,7 +249,6 @@ def save_checkpoint(
     python_version, python_key, python_gauss = random.getstate()
     # numpy's global generator too: SB3 seeds it, and an env or a wrapper may draw from it.
     numpy_state = np.random.get_state(legacy=False)  # noqa: NPY002
-    algorithm_rng = _algorithm_rng(model)
     vec_normalize = model.get_vec_normalize_env()
     statistics = None if vec_normalize is None else VecNormalizeStats.from_vec_normalize(vec_normalize).to_json()
     manifest = {
@@ -262,7 +263,7 @@ def save_checkpoint(
         "generators": {
             "python": [python_version, list(python_key), python_gauss],
             "numpy": {**numpy_state, "state": {**numpy_state["state"], "key": numpy_state["state"]["key"].tolist()}},
-            "algorithm": None if algorithm_rng is None else algorithm_rng.bit_generator.state,
+            "algorithm": model.generator_state if isinstance(model, EpisodicOnPolicyAlgorithm) else None,
         },
         "vec_normalize": statistics,
         "evaluation": evaluation.to_json(),
@@ -285,13 +286,6 @@ def _write(path: Path, write: Callable[[Path], object]) -> dict[str, Any]:
     """``write`` to ``path`` atomically; the file's record in the manifest."""
     write_atomically(path, write, "checkpoint")
     return {"name": path.name, "size": path.stat().st_size, "sha256": sha256_file(path)}
-
-
-def _algorithm_rng(model: BaseAlgorithm) -> np.random.Generator | None:
-    """The algorithm's own generator (Reinforce's ``_rng``: environment seeds, the numpy actor's noise, minibatch
-    orders), or None for an algorithm that draws from torch's alone (SB3's A2C and PPO)."""
-    rng = getattr(model, "_rng", None)
-    return rng if isinstance(rng, np.random.Generator) else None
 
 
 def remove_checkpoint(run_dir: Path) -> None:
@@ -407,6 +401,9 @@ def _read_state(path: Path) -> tuple[dict[str, dict[str, Any]], th.Tensor]:
     try:
         state = th.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # torch raises UnpicklingError, RuntimeError, EOFError... for a file it cannot read
+        if isinstance(error, pickle.UnpicklingError) and "weights_only" in str(error):
+            # torch's own message advises loading with weights_only=False, which would run the file's code.
+            raise ZooError(f"{path} cannot be read as a checkpoint: it holds objects other than tensors") from None
         raise ZooError(f"{path} cannot be read as a checkpoint ({first_line(error)})") from None
     if not (isinstance(state, dict) and set(state) == {"parameters", "torch_rng"}):
         raise ZooError(f"{path} must hold exactly parameters and torch_rng")
@@ -444,17 +441,16 @@ def restore(checkpoint: Checkpoint, model: BaseAlgorithm) -> None:
         raise ZooError(f"{source}: the saved parameters do not fit the model ({first_line(error)})") from None
     _check_optimizer_states(model, source)
     _restore_statistics(model.get_vec_normalize_env(), checkpoint.vec_normalize, source)
-    rng = _algorithm_rng(model)
-    if (rng is None) != (checkpoint.algorithm_rng is None):
+    # An episodic algorithm has a generator of its own; SB3's A2C and PPO draw from torch's alone.
+    if isinstance(model, EpisodicOnPolicyAlgorithm) != (checkpoint.algorithm_rng is not None):
         raise ZooError(f"{source}: the algorithm's generator state does not fit {type(model).__name__}")
     model.num_timesteps = checkpoint.num_timesteps
     model._n_updates = checkpoint.n_updates
     random.setstate(checkpoint.python_rng)
     np.random.set_state(checkpoint.numpy_rng)  # noqa: NPY002
     th.set_rng_state(checkpoint.torch_rng)
-    if rng is not None and checkpoint.algorithm_rng is not None:
-        # Set in place: the numpy actor holds this same generator object.
-        rng.bit_generator.state = checkpoint.algorithm_rng
+    if isinstance(model, EpisodicOnPolicyAlgorithm) and checkpoint.algorithm_rng is not None:
+        model.generator_state = checkpoint.algorithm_rng
 
 
 def _check_optimizer_states(model: BaseAlgorithm, source: str) -> None:
@@ -587,17 +583,20 @@ def logged_rows(path: Path, steps: int) -> tuple[list[str], list[str]]:
         return [], []
     if not lines:
         return [], []
-    header = next(csv.reader([lines[0]]))
+    try:
+        header = next(csv.reader([lines[0]]), [])
+    except csv.Error:  # a field past csv's size limit, say: not a file SB3 wrote
+        return [], []
     if STEP_COLUMN not in header:
         return [], []
     column = header.index(STEP_COLUMN)
     kept: list[str] = []
     for line in lines[1:]:
-        values = next(csv.reader([line]), [])
         try:
+            values = next(csv.reader([line]), [])
             if int(float(values[column])) > steps:
                 break
-        except (IndexError, ValueError):
+        except (IndexError, ValueError, OverflowError, csv.Error):  # a torn or foreign row (an infinite step count)
             break
         kept.append(line if line.endswith("\n") else line + "\n")
     return header, kept

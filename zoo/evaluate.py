@@ -1,51 +1,23 @@
 """``python -m zoo evaluate``: mean +/- std return and per-episode lengths of a saved agent (a model zip, the run
 folder of ``zoo train``, or a packaged agent's folder).
 
-The module also holds the one env factory for a trained agent and the one episode loop.
+The module also holds the one episode loop; its env comes from :func:`zoo.factories.make_eval_env`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv
 
-from zoo.config import check_seed, vec_env
+from zoo.bounds import check_seed
 from zoo.errors import ZooError
-from zoo.normalization import VecNormalizeStats
+from zoo.factories import make_eval_env
 from zoo.parsers import DEFAULT_EVAL_SEED, evaluate_parser
 from zoo.runs import load_run
-
-
-def make_eval_env(
-    model: BaseAlgorithm,
-    env_id: str,
-    env_kwargs: dict[str, Any] | None = None,
-    stats: VecNormalizeStats | None = None,
-    *,
-    n_envs: int = 1,
-    seed: int | None = None,
-    render_mode: str | None = None,
-) -> VecEnv:
-    """``env_id`` as the agent sees it (frozen VecNormalize statistics when it has them), after checking that its
-    spaces are the agent's."""
-    env = vec_env(env_id, env_kwargs, n_envs=n_envs, seed=seed, render_mode=render_mode)
-    try:
-        if stats is not None:
-            env = stats.wrap(env)
-        if model.observation_space != env.observation_space or model.action_space != env.action_space:
-            raise ZooError(
-                f"the model does not fit {env_id}: it acts on observations {model.observation_space} and actions "
-                f"{model.action_space}, the env has {env.observation_space} and {env.action_space}"
-            )
-    except BaseException:
-        env.close()
-        raise
-    return env
 
 
 def evaluate_episodes(

@@ -7,8 +7,9 @@ through :func:`measured_run`, so their numbers compare.
 
 A benchmark run is a :class:`Task`: :func:`train_to_staging` measures it into a folder of the files it keeps, its
 record (result.json) among them, and :func:`run_task` writes that folder in place for a local worker;
-:func:`read_record` reads a record back. The local workers (:mod:`zoo.benchmark`) and the Ray backend
-(:mod:`zoo.ray_backend`) both run tasks through this module, so neither imports the other.
+:func:`read_record` reads a record back, and :func:`check_task_result` what a remote task sent back. The local
+workers (:mod:`zoo.benchmark`) and the Ray backend (:mod:`zoo.ray_backend`) both run tasks through this module, so
+neither imports the other.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
 from zoo.checkpoints import default_interval, exclusive, find_resumable
-from zoo.checks import is_number, shown
+from zoo.checks import FILE_NAME, is_number, shown
 from zoo.config import RunConfig, get_config
 from zoo.errors import ZooError, first_line
 from zoo.folders import make_folder, move_into_place
@@ -35,6 +36,8 @@ from zoo.train import TrainResult, train
 FINAL_EVAL_EPISODES = 20
 CURVE_EVAL_EPISODES = 5
 CURVE_POINTS = 20
+# The most files a task may send back: train_to_staging keeps four (model, config.yml, statistics, result.json).
+MAX_TASK_FILES = 16
 
 # A run's record (a benchmark run's result.json): what measured_run measures, with the run's algorithm, env and
 # seed. The writer checks it as the readers do, so a record that would be refused is never written.
@@ -215,3 +218,32 @@ def read_record(folder: Path) -> dict[str, Any]:
             f"filed under {'/'.join(filed_under)})"
         )
     return record
+
+
+def check_task_result(task: Task, result: Any) -> tuple[dict[str, Any], dict[str, bytes], str]:
+    """What a remote task sent back for ``task`` (:func:`zoo.ray_backend.train_remotely`: the record, the bytes of
+    the run's files by name, and the node's name), checked before any of it is written: at most
+    :data:`MAX_TASK_FILES` files with plain names, result.json among them, holding a record of ``task`` that
+    :func:`read_record` accepts. That record is the one returned, so the table counts what the results folder
+    will hold. Otherwise one ZooError: a node running another version of the zoo, say, fails its run rather than
+    the benchmark, and nothing is written."""
+    where = f"the Ray task of {task.algo} {task.env_id} seed {task.seed}"
+    if not (isinstance(result, (tuple, list)) and len(result) == 3):
+        raise ZooError(f"{where} sent back {shown(result)}, not (record, files, node)")
+    _, files, node = result
+    if not (isinstance(files, dict) and 0 < len(files) <= MAX_TASK_FILES):
+        raise ZooError(f"{where} sent back files {shown(files)}, not a mapping of 1 to {MAX_TASK_FILES} files")
+    for name, data in files.items():
+        if not (isinstance(name, str) and FILE_NAME.match(name)) or not isinstance(data, bytes):
+            raise ZooError(f"{where} sent back a file {shown(name)} that is not a plain file name with bytes")
+    if RESULT_FILE not in files:
+        raise ZooError(f"{where} sent back no {RESULT_FILE}")
+    try:
+        written = check_record(json.loads(files[RESULT_FILE].decode("utf-8")))
+    except (UnicodeDecodeError, ValueError, RecursionError, ZooError) as error:  # json's and the record's errors
+        raise ZooError(f"{where} sent back a corrupt {RESULT_FILE} ({first_line(error)})") from None
+    if (written["algo"], written["env_id"], written["seed"]) != (task.algo, task.env_id, task.seed):
+        raise ZooError(f"{where} sent back the record of {written['algo']} {written['env_id']} seed {written['seed']}")
+    if not isinstance(node, str):
+        raise ZooError(f"{where} sent back a node name {shown(node)}, not a string")
+    return written, files, node

@@ -16,6 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from zoo import helptext
+from zoo.checks import shown
+from zoo.errors import ZooError
+from zoo.yaml_data import safe_yaml, yaml_numbers
 
 # The algorithms of zoo.algos.ALGOS, by name (tests/test_zoo.py checks that the two agree).
 ALGO_NAMES = ["reinforce", "a2c", "ppo"]
@@ -374,6 +377,24 @@ def push_all_parser() -> argparse.ArgumentParser:
     parser.add_argument("--commit-message", default=None, help="commit message (default: agent and mean reward)")
     add_hub_timeout(parser)
     return parser
+
+
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """``--hyperparams``' ``key=value`` pairs; values are YAML, with numbers as :func:`~zoo.yaml_data.yaml_numbers`
+    reads them."""
+    overrides: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise ZooError(f"--hyperparams takes key=value pairs, got {shown(item)}")
+        overrides[key] = yaml_numbers(safe_yaml(text, f"--hyperparams {key}"))
+    return overrides
+
+
+def check_budget_flag(n_timesteps: int | None) -> None:
+    """``--n-timesteps`` as the commands take it: None (the entry's budget) or >= 1 (0 is not "the default")."""
+    if n_timesteps is not None and n_timesteps < 1:
+        raise ZooError(f"--n-timesteps must be >= 1 (leave it out for the entry's budget), got {n_timesteps}")
 
 
 def tune_command(argv: list[str]) -> str | None:

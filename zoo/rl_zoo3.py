@@ -18,24 +18,49 @@ runs as rl_zoo3 wrote it, so every rl_zoo3 flag works::
   ValueError and AssertionError, and anything else would end the whole study, so such a trial is pruned here.
 
 rl_zoo3's ``push_to_hub`` and ``load_from_hub`` are not offered: use ``python -m zoo push`` and ``zoo enjoy``.
-rl_zoo3's runs keep its own layout, VecNormalize statistics as SB3's ``vecnormalize.pkl`` in
-``logs/reinforce/<env>_<k>/<env>/``, which its ``enjoy`` reads; ``zoo evaluate`` and ``zoo push`` read the run
-folders of ``zoo train`` (:mod:`zoo.runs`), so play an rl_zoo3 agent that normalizes with rl_zoo3's ``enjoy``.
+
+VecNormalize statistics cross between the two tools' run folders without a pickle being read:
+
+- ``train`` writes them twice into rl_zoo3's ``logs/<algo>/<env>_<k>/<env>/``: SB3's ``vecnormalize.pkl``, which
+  rl_zoo3's ``enjoy`` reads, and, from the same VecNormalize in memory, the zoo's ``vec_normalize.json``, which
+  ``zoo evaluate`` and ``zoo push`` read (:func:`zoo.runs.load_run`).
+- ``convert-stats RUN_FOLDER`` writes that vec_normalize.json for a run whose pickle was written without it (a run
+  trained before the shim wrote it): the only statistics the zoo unpickles, on the user's command, for their run.
+- ``enjoy`` and ``record_video`` of a ``zoo train`` run folder (vec_normalize.json beside the model, no ``<env>/``)
+  wrap the env in its statistics, and make it with its config.yml's env_kwargs; rl_zoo3 alone would play it on
+  raw observations.
 """
 
 from __future__ import annotations
 
+import argparse
 import functools
 import inspect
+import pickle
 import runpy
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from sb3_reinforce import Reinforce
 from zoo.algos import NAMED_CLASSES, SCHEDULABLE, parse_schedule, resolve
 from zoo.config import ZOO_KEYS, get_config, known_env_ids
-from zoo.errors import ZooError
+from zoo.errors import ZooError, first_line
+from zoo.folders import write_atomically
+from zoo.runs import (
+    CONFIG_YML,
+    PICKLED_VEC_NORMALIZE,
+    RL_ZOO3_ARGS,
+    RL_ZOO3_CONVERT_COMMAND,
+    VEC_NORMALIZE_JSON,
+    read_run_folder,
+    rl_zoo3_params,
+    save_stats,
+)
 from zoo.tune.space import SearchSpace, apply, load_space, suggest
 
 ALGO = "reinforce"
@@ -43,6 +68,11 @@ ALGO = "reinforce"
 COMMANDS = ("train", "enjoy", "record_video")
 # This module, as rl_zoo3's --conf-file: it reads the attribute ``hyperparams`` of a python package.
 CONF_MODULE = "zoo.rl_zoo3"
+# The shim's own command (zoo.runs names it in its refusal).
+CONVERT = RL_ZOO3_CONVERT_COMMAND.rsplit(" ", 1)[-1]
+# The key under which the hyperparameters of a zoo run carry the wrapper of its statistics from rl_zoo3's
+# get_saved_hyperparams to its create_test_env (both wrapped here); never a key of a real configuration.
+ZOO_STATISTICS = "__zoo_vec_normalize__"
 
 
 def rl_zoo3_entry(env_id: str) -> dict[str, Any]:
@@ -156,8 +186,72 @@ def named_classes(policy_kwargs: dict[str, Any]) -> dict[str, Any]:
     return classes
 
 
+def with_json_statistics(save: Callable[..., None]) -> Callable[..., None]:
+    """rl_zoo3's ``save_trained_model``, which writes ``<env>/vecnormalize.pkl``, also writing the zoo's
+    vec_normalize.json beside it, from the same VecNormalize in memory (atomically)."""
+
+    @functools.wraps(save)
+    def wrapped(self: Any, model: BaseAlgorithm) -> None:
+        save(self, model)
+        vec_normalize = model.get_vec_normalize_env()
+        if self.normalize and vec_normalize is not None:
+            target = Path(self.params_path) / VEC_NORMALIZE_JSON
+            write_atomically(target, lambda path: save_stats(vec_normalize, path), "statistics")
+
+    wrapped.__zoo_writes_json__ = True  # type: ignore[attr-defined]
+    return wrapped
+
+
+def zoo_run_hyperparams(read: Callable[..., tuple[dict[str, Any], str | None]]) -> Callable[..., Any]:
+    """rl_zoo3's ``get_saved_hyperparams(stats_path, norm_reward, test_mode)``, which also reads a ``zoo train``
+    run folder: ``stats_path`` is ``<run>/<env>``, which rl_zoo3 wrote and the zoo does not, so when it is missing
+    and ``<run>`` holds the zoo's config.yml or vec_normalize.json, they are read (safely, checked, by
+    :func:`zoo.runs.read_run_folder`) instead of leaving the agent to raw observations."""
+
+    @functools.wraps(read)
+    def wrapped(stats_path: str, norm_reward: bool = False, test_mode: bool = False) -> Any:
+        params = Path(stats_path)
+        run_dir = params.parent
+        zoo_files = (run_dir / CONFIG_YML).is_file() or (run_dir / VEC_NORMALIZE_JSON).is_file()
+        if params.is_dir() or not zoo_files:
+            return read(stats_path, norm_reward=norm_reward, test_mode=test_mode)
+        config, _, stats = read_run_folder(run_dir, params.name)
+        hyperparams: dict[str, Any] = {}
+        if config is not None and config.env_kwargs:
+            hyperparams["env_kwargs"] = dict(config.env_kwargs)
+        if stats is not None:
+            hyperparams[ZOO_STATISTICS] = functools.partial(stats.wrap, norm_reward=norm_reward)
+        return hyperparams, None  # no stats_path: rl_zoo3 would look there for its pickle
+
+    wrapped.__zoo_reads_runs__ = True  # type: ignore[attr-defined]
+    return wrapped
+
+
+def with_zoo_statistics(create: Callable[..., VecEnv]) -> Callable[..., VecEnv]:
+    """rl_zoo3's ``create_test_env``, wrapping the env in the statistics of a zoo run when
+    :func:`zoo_run_hyperparams` found them."""
+
+    @functools.wraps(create)
+    def wrapped(*args: Any, **kwargs: Any) -> VecEnv:
+        hyperparams = kwargs.get("hyperparams")
+        wrap = hyperparams.pop(ZOO_STATISTICS, None) if isinstance(hyperparams, dict) else None
+        env = create(*args, **kwargs)
+        if wrap is None:
+            return env
+        try:
+            return wrap(env)
+        except BaseException:
+            env.close()
+            raise
+
+    wrapped.__zoo_reads_runs__ = True  # type: ignore[attr-defined]
+    return wrapped
+
+
 def register(env_id: str | None) -> None:
-    """Add Reinforce to rl_zoo3's registry (and a sampler for ``env_id``'s ``-optimize``); idempotent."""
+    """Add Reinforce to rl_zoo3's registry (and a sampler for ``env_id``'s ``-optimize``), and the zoo's
+    statistics to its runs and its enjoy (see the module doc); idempotent."""
+    import rl_zoo3
     from rl_zoo3 import exp_manager, hyperparams_opt, utils
 
     utils.ALGOS[ALGO] = Reinforce
@@ -168,6 +262,52 @@ def register(env_id: str | None) -> None:
         manager.objective = prune_non_finite(manager.objective)  # type: ignore[method-assign]
     if not getattr(manager.read_hyperparameters, "__zoo_converts__", False):
         manager.read_hyperparameters = zoo_values_as_objects(manager.read_hyperparameters)  # type: ignore[method-assign]
+    if not getattr(manager.save_trained_model, "__zoo_writes_json__", False):
+        manager.save_trained_model = with_json_statistics(manager.save_trained_model)  # type: ignore[method-assign]
+    # enjoy imports both from the package, record_video from rl_zoo3.utils: each command's module is run afresh,
+    # so it imports the wrapped functions.
+    wrappers: dict[str, Callable[[Any], Callable[..., Any]]] = {
+        "get_saved_hyperparams": zoo_run_hyperparams,
+        "create_test_env": with_zoo_statistics,
+    }
+    for module in (rl_zoo3, utils):
+        for name, wrap in wrappers.items():
+            function = getattr(module, name)
+            if not getattr(function, "__zoo_reads_runs__", False):
+                setattr(module, name, wrap(function))
+
+
+def convert_stats(run_dir: Path) -> Path:
+    """Write an rl_zoo3 run's VecNormalize statistics as vec_normalize.json beside its ``<env>/vecnormalize.pkl``,
+    which stays for rl_zoo3's enjoy; return the file written. This unpickles the file, which runs whatever code it
+    names: it is done only on this command, for a run the user trained (see docs/guide/rl_zoo.md)."""
+    params = rl_zoo3_params(run_dir)
+    if params is None or not (params / PICKLED_VEC_NORMALIZE).is_file():
+        raise ZooError(
+            f"{run_dir} is not an rl_zoo3 run folder that normalizes: expected <env>/{RL_ZOO3_ARGS} and "
+            f"<env>/{PICKLED_VEC_NORMALIZE} in it"
+        )
+    pickled = params / PICKLED_VEC_NORMALIZE
+    try:
+        with pickled.open("rb") as file:
+            vec_normalize = pickle.load(file)  # what VecNormalize.load does, without an env to attach
+    except Exception as error:  # pickle raises many kinds for a file that is not one
+        raise ZooError(f"cannot read {pickled} as SB3's VecNormalize pickle ({first_line(error)})") from None
+    if not isinstance(vec_normalize, VecNormalize):
+        raise ZooError(f"{pickled} holds a {type(vec_normalize).__name__}, not a VecNormalize")
+    return write_atomically(params / VEC_NORMALIZE_JSON, lambda path: save_stats(vec_normalize, path), "statistics")
+
+
+def convert_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog=f"python -m zoo.rl_zoo3 {CONVERT}",
+        description="Write the VecNormalize statistics of rl_zoo3 runs you trained as vec_normalize.json, which "
+        "`python -m zoo evaluate` and `zoo push` read; their vecnormalize.pkl is unpickled to do so, and kept.",
+    )
+    parser.add_argument("folders", nargs="+", type=Path, metavar="RUN_FOLDER", help="logs/<algo>/<env>_<k>")
+    for folder in parser.parse_args(argv).folders:
+        print(f"wrote {convert_stats(folder)}")
+    return 0
 
 
 def option_value(argv: list[str], *names: str) -> str | None:
@@ -183,10 +323,16 @@ def option_value(argv: list[str], *names: str) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] not in COMMANDS:
-        print(f"usage: python -m zoo.rl_zoo3 {{{','.join(COMMANDS)}}} [rl_zoo3's options]", file=sys.stderr)
+    if not args or args[0] not in (*COMMANDS, CONVERT):
+        print(f"usage: python -m zoo.rl_zoo3 {{{','.join((*COMMANDS, CONVERT))}}} [options]", file=sys.stderr)
         return 2
     command, rest = args[0], args[1:]
+    if command == CONVERT:
+        try:
+            return convert_main(rest)
+        except ZooError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
     try:
         import rl_zoo3  # noqa: F401
     except ImportError:

@@ -7,7 +7,9 @@ normalizes, ``evaluations.npz``, ``progress.csv`` and TensorBoard events. A benc
 
 ``vec_normalize.json`` is the pickle-free file a packaged agent keeps too (:mod:`zoo.normalization`), so one reader
 serves both. :func:`load_run` also reads a packaged agent's folder (config.json + model.safetensors), without
-pickle, through :func:`zoo.agent_format.load_agent`.
+pickle, through :func:`zoo.agent_format.load_agent`, and the run folder of rl_zoo3's ``train`` (through
+``python -m zoo.rl_zoo3``): the model beside ``<env>/``, which holds rl_zoo3's config.yml and args.yml, the
+statistics as SB3's pickle ``vecnormalize.pkl``, and ``vec_normalize.json`` (:func:`rl_zoo3_params`).
 """
 
 from __future__ import annotations
@@ -21,16 +23,21 @@ from stable_baselines3.common.vec_env import VecNormalize
 from zoo.agent_format import CONFIG_JSON, WEIGHTS_FILE, load_agent, write_json
 from zoo.algos import ALGOS
 from zoo.checks import clipped, is_integer, read_json, shown
-from zoo.config import RunConfig, safe_yaml
+from zoo.config import RunConfig
 from zoo.errors import ZooError, first_line
 from zoo.normalization import JSON_FILE as VEC_NORMALIZE_JSON
 from zoo.normalization import VecNormalizeStats
+from zoo.yaml_data import safe_yaml
 
 CONFIG_YML = "config.yml"
 # SB3's pickle (``VecNormalize.save``), which run folders kept before vec_normalize.json: never read, only named,
 # so that such a folder is refused with the command that converts it rather than evaluated on raw observations.
 PICKLED_VEC_NORMALIZE = "vecnormalize.pkl"
 CONVERT_COMMAND = "python benchmarks/convert_vecnormalize.py"
+# The file of rl_zoo3's parameter folder that rl_zoo3 itself looks for (``*/args.yml``), and the command that
+# writes vec_normalize.json there from a pickle that the shim's train did not convert (a run trained before it did).
+RL_ZOO3_ARGS = "args.yml"
+RL_ZOO3_CONVERT_COMMAND = "python -m zoo.rl_zoo3 convert-stats"
 COMMAND_FILE = "command.txt"
 BEST_MODEL_FILE = "best_model.zip"
 EVALUATIONS_FILE = "evaluations.npz"
@@ -95,9 +102,9 @@ def load_run(path: str | Path, env_id: str) -> Run:
 
     ``path`` is the model zip, the run folder (its ``<env_id>.zip``, else ``best_model.zip``), or a packaged
     agent's folder (one with a config.json), which is rebuilt without pickle. A zip is a local file the user
-    points at, so unpickling it is their own choice. When config.yml says the run normalizes, its
-    vec_normalize.json must be there: without it the agent would see raw observations and score far below its
-    level, so it is refused instead.
+    points at, so unpickling it is their own choice. When config.yml says the run normalizes (or rl_zoo3's pickle
+    says it does), its vec_normalize.json must be there: without it the agent would see raw observations and score
+    far below its level, so it is refused instead.
     """
     path = Path(path)
     if path.is_dir() and (path / CONFIG_JSON).is_file():
@@ -111,12 +118,31 @@ def load_run(path: str | Path, env_id: str) -> Run:
     if not path.is_file():
         raise ZooError(f"model file not found: {path}")
     run_dir = path.parent
-    config, seed = _read_config(run_dir / CONFIG_YML)
+    config, seed, stats = read_run_folder(run_dir, env_id)
     model = _load_model(path, [config.algo] if config else list(ALGOS))
-    stats = _read_stats(run_dir, config)
-    command_path = run_dir / COMMAND_FILE
-    command = command_path.read_text(encoding="utf-8", errors="replace").strip() if command_path.is_file() else None
+    # rl_zoo3 writes the command that trained the run into its parameter folder.
+    params = rl_zoo3_params(run_dir, env_id)
+    places = [run_dir / COMMAND_FILE, *([params / COMMAND_FILE] if params is not None else [])]
+    command_path = next((place for place in places if place.is_file()), None)
+    command = command_path.read_text(encoding="utf-8", errors="replace").strip() if command_path else None
     return Run(model, path, config, seed, stats, command or None)
+
+
+def read_run_folder(run_dir: Path, env_id: str) -> tuple[RunConfig | None, int | None, VecNormalizeStats | None]:
+    """What a run folder says about its model: config.yml and its seed (None when absent), and the VecNormalize
+    statistics (None when the run does not normalize); a ZooError for a broken file or missing statistics."""
+    config, seed = _read_config(run_dir / CONFIG_YML)
+    return config, seed, _read_stats(run_dir, env_id, config)
+
+
+def rl_zoo3_params(run_dir: Path, env_id: str | None = None) -> Path | None:
+    """The folder in which rl_zoo3 keeps a run's config.yml, args.yml and statistics (``<run>/<env>/``), or None
+    when ``run_dir`` is not an rl_zoo3 run. Found by its args.yml, as rl_zoo3 finds it: the one named after
+    ``env_id``, else the only one."""
+    if env_id is not None and (run_dir / env_slug(env_id) / RL_ZOO3_ARGS).is_file():
+        return run_dir / env_slug(env_id)
+    found = [path.parent for path in run_dir.glob(f"*/{RL_ZOO3_ARGS}")]
+    return found[0] if len(found) == 1 else None
 
 
 def _read_config(path: Path) -> tuple[RunConfig | None, int | None]:
@@ -152,12 +178,22 @@ def _load_package(folder: Path) -> Run:
     return Run(model, folder / WEIGHTS_FILE, config, seed, stats, None)
 
 
-def _read_stats(run_dir: Path, config: RunConfig | None) -> VecNormalizeStats | None:
-    """The run's vec_normalize.json, or None when the run does not normalize; a ZooError when config.yml says it
-    does (or an old pickle says it did) and the statistics are not there."""
+def _read_stats(run_dir: Path, env_id: str, config: RunConfig | None) -> VecNormalizeStats | None:
+    """The run's vec_normalize.json (in rl_zoo3's parameter folder for an rl_zoo3 run), or None when the run does
+    not normalize; a ZooError when config.yml says it does (or a pickle says it did) and the statistics are not
+    there. A pickle is never read: the error names the command that converts it."""
     path = run_dir / VEC_NORMALIZE_JSON
     if path.is_file():
         return VecNormalizeStats.from_json(read_json(path))
+    params = rl_zoo3_params(run_dir, env_id)
+    if params is not None and (params / VEC_NORMALIZE_JSON).is_file():
+        return VecNormalizeStats.from_json(read_json(params / VEC_NORMALIZE_JSON))
+    if params is not None and (params / PICKLED_VEC_NORMALIZE).is_file():
+        raise ZooError(
+            f"{run_dir} is an rl_zoo3 run whose VecNormalize statistics are only in SB3's pickle "
+            f"{params.name}/{PICKLED_VEC_NORMALIZE}, which the zoo does not unpickle; if you trained it yourself, "
+            f"write them as {VEC_NORMALIZE_JSON} once with `{RL_ZOO3_CONVERT_COMMAND} {run_dir}`"
+        )
     if (run_dir / PICKLED_VEC_NORMALIZE).is_file():
         raise ZooError(
             f"{run_dir} keeps its VecNormalize statistics as SB3's pickle {PICKLED_VEC_NORMALIZE}, which the zoo no "

@@ -18,6 +18,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger, configure
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize, sync_envs_normalization
 
+from zoo.bounds import check_seed
 from zoo.checkpoints import (
     CHECKPOINT_DIR,
     MANIFEST,
@@ -33,20 +34,12 @@ from zoo.checkpoints import (
     restore,
     save_checkpoint,
 )
-from zoo.config import (
-    RunConfig,
-    check_budget_flag,
-    check_env_id,
-    check_seed,
-    get_config,
-    make_model,
-    parse_overrides,
-    training_envs,
-)
+from zoo.config import RunConfig, get_config
 from zoo.errors import ZooError, first_line
 from zoo.evaluate import evaluate_episodes
+from zoo.factories import check_env_id, make_model, training_envs
 from zoo.folders import write_atomically
-from zoo.parsers import train_parser
+from zoo.parsers import check_budget_flag, parse_overrides, train_parser
 from zoo.runs import (
     COMMAND_FILE,
     CONFIG_YML,

@@ -34,10 +34,11 @@ start and every random draw of the env), a group's episodes are independent draw
 each is an episode of the policy from the env's start distribution. ``n_episodes`` and ``n_envs`` must be
 multiples of ``G``; keep ``n_episodes`` a multiple of ``n_envs`` so that no round leaves slots idle.
 
-Reproducibility: the algorithm owns one numpy generator, ``_rng``, saved with the model. Every collection seeds
-the env's reset (and, on the torch path, torch's generator) from it, and it draws the actions of the numpy actor
-and any minibatch order. So a run is a function of ``seed=`` alone, and a saved model that is loaded and trained
-further continues exactly as the uninterrupted run would have.
+Reproducibility: the algorithm owns one numpy generator, ``_rng``, saved with the model (its state is
+:attr:`EpisodicOnPolicyAlgorithm.generator_state`, for checkpoints). Every collection seeds the env's reset (and,
+on the torch path, torch's generator) from it, and it draws the actions of the numpy actor and any minibatch
+order. So a run is a function of ``seed=`` alone, and a saved model that is loaded and trained further continues
+exactly as the uninterrupted run would have.
 """
 
 from __future__ import annotations
@@ -232,6 +233,25 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
     def _env_seed(self) -> int:
         assert self._rng is not None, "_setup_model() sets the generator"
         return int(self._rng.integers(2**31))
+
+    @property
+    def generator_state(self) -> dict[str, Any]:
+        """The state of the algorithm's own numpy generator (the envs' reset seeds, the numpy actor's noise,
+        minibatch orders), as ``numpy.random.Generator.bit_generator.state`` gives it: plain data, which a checkpoint
+        saves beside torch's generator so that a resumed run continues the uninterrupted one exactly.
+
+        Assigning a state (one read from this property) restores it in place: the numpy actor, which draws from the
+        same generator, continues from it too.
+        """
+        if self._rng is None:
+            raise RuntimeError("the generator is made with the model: call _setup_model() first")
+        return dict(self._rng.bit_generator.state)
+
+    @generator_state.setter
+    def generator_state(self, state: dict[str, Any]) -> None:
+        if self._rng is None:
+            raise RuntimeError("the generator is made with the model: call _setup_model() first")
+        self._rng.bit_generator.state = state
 
     def _setup_learn(
         self,

@@ -1,6 +1,6 @@
 """Hugging Face Hub: publish a trained agent (``zoo push``, ``zoo push-all``) and load one back (``zoo enjoy``).
 
-A push evaluates the agent, records a replay, renders the model card from ``hub_cards/template.md`` and uploads
+A push evaluates the agent, records a replay, renders the model card from ``zoo/model_card_template.md`` and uploads
 one folder (:mod:`zoo.hub.layout`) with its ``manifest.json`` in ONE commit; the files an earlier push listed in
 its manifest that this one no longer has are deleted in the same commit, and nothing else.
 :func:`load_from_hub` downloads through the Hugging Face cache, checks every file it reads against the manifest

@@ -1,4 +1,4 @@
-"""The model card of a packaged agent, rendered from ``hub_cards/template.md`` with ``ModelCard.from_template``."""
+"""The model card of a packaged agent, rendered from ``zoo/model_card_template.md`` with ``ModelCard.from_template``."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from zoo.checks import read_json
 from zoo.hub.layout import CARD_FILE, MANIFEST_FILE, RESULTS_FILE, VIDEO_FILE, check_results, repo_name
 from zoo.hub.video import is_mujoco
 
-# hub_cards/template.md, reached through the package: zoo/model_card_template.md links to it in the repository,
-# and a wheel carries it as a plain copy, so installed users render the same card.
+# A plain file of the package (pyproject.toml's package data): a wheel carries it, and a checkout without symlinks
+# has it whole, so every user renders the same card.
 TEMPLATE_PATH = Path(__file__).resolve().parent.parent / "model_card_template.md"
 TAGS = ["reinforcement-learning", "stable-baselines3", "deep-reinforcement-learning", "sb3-reinforce"]
 LICENSE = "mit"  # the Hub's identifier of pyproject.toml's license, MIT

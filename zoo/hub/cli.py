@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from zoo.agent_format import CONFIG_JSON, read_config
+from zoo.bounds import check_seed
 from zoo.checks import shown
-from zoo.config import check_seed
 from zoo.errors import ZooError, first_line
 from zoo.hub import client
 from zoo.hub.card import format_metric, human_size, render_card

@@ -30,7 +30,8 @@ from zoo.algos import algo_name, hyperparams_from_model, policy_alias
 from zoo.checks import check_digest, read_json, sha256_file, shown
 from zoo.config import RunConfig
 from zoo.errors import ZooError, first_line
-from zoo.evaluate import evaluate_episodes, make_eval_env
+from zoo.evaluate import evaluate_episodes
+from zoo.factories import make_eval_env
 from zoo.hub.card import render_card
 from zoo.hub.layout import (
     CARD_FILE,

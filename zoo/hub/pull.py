@@ -42,9 +42,9 @@ from zoo.agent_format import (
 )
 from zoo.algos import ALGOS
 from zoo.checks import MAX_JSON_BYTES, read_json, shown
-from zoo.config import MAX_YAML_CHARS, safe_yaml
 from zoo.errors import ZooError, first_line
-from zoo.evaluate import DEFAULT_EVAL_SEED, evaluate_episodes, make_eval_env
+from zoo.evaluate import DEFAULT_EVAL_SEED, evaluate_episodes
+from zoo.factories import make_eval_env
 from zoo.hub import client
 from zoo.hub.layout import (
     MANIFEST_FILE,
@@ -56,6 +56,7 @@ from zoo.hub.layout import (
 from zoo.hub.package import sb3_zip
 from zoo.normalization import VecNormalizeStats
 from zoo.runs import CONFIG_YML
+from zoo.yaml_data import MAX_YAML_CHARS, safe_yaml
 
 logger = logging.getLogger(__name__)
 

@@ -12,9 +12,9 @@ import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
-from zoo.evaluate import DEFAULT_EVAL_SEED, make_eval_env
+from zoo.factories import make_eval_env
 from zoo.normalization import VecNormalizeStats
-from zoo.parsers import DEFAULT_VIDEO_LENGTH, MUJOCO_VIDEO_LENGTH
+from zoo.parsers import DEFAULT_EVAL_SEED, DEFAULT_VIDEO_LENGTH, MUJOCO_VIDEO_LENGTH
 
 MUJOCO_FRAME_SIZE = {"width": 240, "height": 240}
 # The locomotion tasks: their default camera does not keep up with a good agent, which runs out of the picture.

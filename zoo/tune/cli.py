@@ -22,24 +22,19 @@ from typing import Any
 
 import optuna
 
+from zoo.bounds import check_seed
 from zoo.checks import shown
-from zoo.config import (
-    check_budget_flag,
-    check_env_id,
-    check_seed,
-    get_config,
-    parse_overrides,
-    safe_yaml,
-    yaml_numbers,
-)
+from zoo.config import get_config
 from zoo.errors import ZooError
+from zoo.factories import check_env_id
 from zoo.folders import check_file_path, check_folder_path, make_folder, write_atomically
-from zoo.parsers import TUNE_EXPORT_FILE, TUNE_SUBCOMMANDS, tune_parser
+from zoo.parsers import TUNE_EXPORT_FILE, TUNE_SUBCOMMANDS, check_budget_flag, parse_overrides, tune_parser
 from zoo.runs import env_slug
 from zoo.tune.objective import INTERRUPTED, OVERRIDES_ATTR, SETUP_ATTR, Setup
+from zoo.tune.orphans import FAIL_REASON_ATTR
 from zoo.tune.report import complete_trials, export, plots, summary, table
 from zoo.tune.space import fixed_params, load_space, with_overrides
-from zoo.tune.storage import FAIL_REASON_ATTR, StorageSpec, study_folder
+from zoo.tune.storage import StorageSpec, study_folder
 from zoo.tune.workers import (
     Counts,
     Plan,
@@ -51,6 +46,7 @@ from zoo.tune.workers import (
     run_processes,
     work,
 )
+from zoo.yaml_data import safe_yaml, yaml_numbers
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

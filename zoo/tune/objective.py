@@ -28,8 +28,7 @@ from zoo.errors import first_line
 from zoo.machine import cpu_model
 from zoo.measure import FINAL_EVAL_EPISODES, measured_run
 from zoo.tune import interrupt
-from zoo.tune.space import POLICY_KWARGS, SearchSpace, apply, suggest, with_overrides
-from zoo.tune.storage import (
+from zoo.tune.orphans import (
     FAIL_REASON_ATTR,
     WORKER_ATTR,
     WORKER_MACHINE_ATTR,
@@ -40,6 +39,7 @@ from zoo.tune.storage import (
     trial_id,
     worker_id,
 )
+from zoo.tune.space import POLICY_KWARGS, SearchSpace, apply, suggest, with_overrides
 
 # The trial's user attributes, read by the report and the export.
 OVERRIDES_ATTR = "overrides"  # an enqueued trial's overrides, in --hyperparams syntax

@@ -25,8 +25,9 @@ import optuna
 
 from zoo.algos import ALGOS, NAMED_CLASSES, SCHEDULABLE, SCHEDULE_PREFIX, constructor_keys
 from zoo.checks import is_real, shown
-from zoo.config import ZOO_KEYS, RunConfig, get_config, read_yaml_file, safe_yaml
+from zoo.config import ZOO_KEYS, RunConfig, get_config
 from zoo.errors import ZooError
+from zoo.yaml_data import read_yaml_file, safe_yaml
 
 SPACE_FILE = "search_space.yml"
 NO_SPACE = "none"  # --space none: no search, only the base configuration and the enqueued trials

@@ -5,7 +5,7 @@ and fails stale trials before asking for a new one). Before each trial it counts
 
 - the study has ``target`` trials done (complete or pruned): stop;
 - the trials done and running already make ``target`` and none is waiting: wait, looking for orphans (trials
-  whose worker died, :func:`zoo.tune.storage.hand_on_orphans`), which are failed and re-queued, so a study is
+  whose worker died, :func:`zoo.tune.orphans.hand_on_orphans`), which are failed and re-queued, so a study is
   never left short by a dead worker;
 - otherwise run one trial (a waiting one first: enqueued or re-queued).
 
@@ -36,7 +36,8 @@ from tqdm import tqdm
 from zoo.errors import ZooError
 from zoo.tune import interrupt
 from zoo.tune.objective import OVERRIDES_ATTR, PRUNED_AT_ATTR, SCORES_ATTR, Setup, run_trial
-from zoo.tune.storage import FAIL_REASON_ATTR, StorageSpec, hand_on_orphans
+from zoo.tune.orphans import FAIL_REASON_ATTR, hand_on_orphans
+from zoo.tune.storage import StorageSpec
 
 POLL_SECONDS = 2.0
 RETRIED_ATTR = "failed_trial"  # the system attribute of Optuna's retry callback: the trial a retry runs again
