@@ -320,9 +320,11 @@ class StorageSpec:
             raise
         except Exception as error:
             failure = storage_failure(error)
+            # A journal deleted under Optuna fails in Optuna's own ways (a FileNotFoundError on its next read, an
+            # UnboundLocalError while handling it): whatever the error, a file gone or replaced is the cause.
+            self.check_unchanged(identity)
             if failure is None:
                 raise
-            self.check_unchanged(identity)
             if isinstance(failure, JournalWriteError):
                 raise ZooError(
                     f"could not write to the journal {self.journal} ({failure}); the trials it recorded stay there, "
