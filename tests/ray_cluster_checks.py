@@ -7,13 +7,21 @@ one kills the worker node. The overhead script of ``benchmarks/`` starts a clust
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import shutil
+import signal
 import socket
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -27,6 +35,45 @@ from ray.cluster_utils import Cluster  # noqa: E402
 from zoo.cli import main as cli  # noqa: E402
 
 QUICK = ["benchmark", "--quick", "--n-timesteps", "3000"]
+ROOT = Path(__file__).parents[1]
+# A bound on what should take seconds, far above it on a loaded machine: reached only by a hang.
+HANG_S = 180
+# Runs of half an hour or more: a test interrupts them on an event (they have started), long before they could end.
+LONG = ["benchmark", "--envs", "Acrobot-v1", "--seeds", "2", "--n-timesteps", "5000000"]
+
+
+@contextlib.contextmanager
+def within(seconds: int) -> Iterator[None]:
+    """Fail the block, rather than hang the run, if it is still going after ``seconds``."""
+
+    def expire(signum: int, frame: FrameType | None) -> None:
+        raise TimeoutError(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def dead_port() -> int:
+    """A port of 127.0.0.1 where nothing listens (this network namespace holds only the tests' own servers)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def scratch_folders() -> list[Path]:
+    """The tasks' scratch folders in the nodes' temp dir (the nodes of these tests share this machine's)."""
+    return sorted(Path(tempfile.gettempdir()).glob("zoo-ray-run-*"))
+
+
+def zoo(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m zoo ARGS`` in a process of its own (for an environment of its own, or a signal)."""
+    command = [sys.executable, "-m", "zoo", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=HANG_S, env=env, cwd=ROOT)
 
 
 @pytest.fixture(scope="module")
@@ -56,10 +103,172 @@ def test_a_bad_address_is_one_line_and_no_hang(tmp_path: Path, capsys: pytest.Ca
     assert not (tmp_path / "runs").exists()
 
 
-def test_ray_local_starts_a_private_cluster_for_the_run(tmp_path: Path) -> None:
-    assert cli([*QUICK, "--seeds", "1", "--jobs", "1", "--out", str(tmp_path), "--ray", "local"]) == 0
+def refused_in_one_line(argv: list[str], env: dict[str, str] | None = None) -> str:
+    """The one line of ``python -m zoo ARGV``, which must end with exit status 2, within :data:`HANG_S`. In a
+    process of its own: Ray's driver waits inside its C++ core, where no signal of this process would stop it."""
+    result = zoo(argv, env)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr
+    [line] = result.stderr.strip().splitlines()
+    return line
+
+
+def test_an_address_where_something_else_listens_is_one_line_within_seconds(tmp_path: Path) -> None:
+    import grpc
+
+    # A server that takes connections and says nothing, and a gRPC server with no Ray service: the latter stands
+    # in for Ray Client's server (HEAD:10001), which this installation of Ray may not have.
+    silent = socket.create_server(("127.0.0.1", 0))
+    other_grpc = grpc.server(ThreadPoolExecutor(max_workers=1))
+    grpc_port = other_grpc.add_insecure_port("127.0.0.1:0")
+    other_grpc.start()
+    try:
+        for port, expected in [(silent.getsockname()[1], "does not answer as a Ray head"), (grpc_port, "10001")]:
+            line = refused_in_one_line([*QUICK, "--seeds", "1", "--out", str(tmp_path), "--ray", f"127.0.0.1:{port}"])
+            assert f"what listens at 127.0.0.1:{port} " in line, line
+            assert expected in line, line
+    finally:
+        other_grpc.stop(grace=None)
+        silent.close()
+    assert not (tmp_path / "runs").exists()
+
+
+def test_ray_auto_naming_a_dead_cluster_is_one_line_within_seconds(tmp_path: Path) -> None:
+    dead = f"127.0.0.1:{dead_port()}"
+    argv = [*QUICK, "--seeds", "1", "--out", str(tmp_path / "out"), "--ray", "auto"]
+    env = {name: value for name, value in os.environ.items() if name != "RAY_ADDRESS"}
+    line = refused_in_one_line(argv, {**env, "RAY_ADDRESS": dead})
+    assert f"no Ray cluster answers at {dead}, from RAY_ADDRESS" in line, line
+    # The address file that a head which crashed left behind, in Ray's temp dir (RAY_TMPDIR here).
+    env["RAY_TMPDIR"] = str(tmp_path)
+    address_file = tmp_path / "ray" / "ray_current_cluster"
+    line = refused_in_one_line(argv, env)
+    assert (
+        f"found no cluster: RAY_ADDRESS is unset and no ray start of this machine left an address in {address_file}"
+        in line
+    ), line
+    address_file.parent.mkdir()
+    address_file.write_text(dead + "\n")
+    line = refused_in_one_line(argv, env)
+    assert f"no Ray cluster answers at {dead}, from {address_file}" in line, line
+    assert not (tmp_path / "out" / "runs").exists()
+
+
+def test_ctrl_c_while_connecting_is_honoured_at_once(tmp_path: Path) -> None:
+    server = socket.create_server(("127.0.0.1", 0))
+    address = f"127.0.0.1:{server.getsockname()[1]}"
+    # The driver waits on the address as long as it may: only Ctrl-C can end this wait.
+    child = "import sys, zoo.ray_backend as ray_backend, zoo.cli; ray_backend.CONNECT_TIMEOUT_S = 3600; "
+    child += "sys.exit(zoo.cli.main(sys.argv[1:]))"
+    argv = [sys.executable, "-c", child, *QUICK, "--seeds", "1", "--out", str(tmp_path), "--ray", address]
+    driver = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    held = []
+    try:
+        # The event: the driver has opened its second connection, the one that waits for the cluster's answer.
+        for _ in range(2):
+            held.append(server.accept()[0])
+        driver.send_signal(signal.SIGINT)
+        _, err = driver.communicate(timeout=HANG_S)
+    finally:
+        driver.kill()
+        for connection in [*held, server]:
+            connection.close()
+    assert driver.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "interrupted", err
+
+
+def test_ray_local_starts_a_private_cluster_for_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # As on a cluster's machine, whose RAY_ADDRESS would otherwise be joined (and num_cpus refused there).
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{dead_port()}")
+    with within(HANG_S * 2):
+        assert cli([*QUICK, "--seeds", "1", "--jobs", "1", "--out", str(tmp_path), "--ray", "local"]) == 0
     assert len(scores(tmp_path)) == 1
     assert not ray.is_initialized()  # and stopped it at the end
+    assert os.environ["RAY_ADDRESS"].startswith("127.0.0.1:")  # left as it was for the rest of the process
+    assert scratch_folders() == []
+
+
+def ray_start(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    """A node started as the cluster page starts one (``ray start ... --block``), returned once it says it runs.
+    Its own process is its handle: ending it stops exactly this node (``ray stop`` would stop every Ray process of
+    the machine)."""
+    command = [str(Path(sys.executable).with_name("ray")), "start", *args, "--block"]
+    node = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    assert node.stdout is not None
+    said = []
+    with within(HANG_S):
+        for line in node.stdout:  # the event: the node says it runs
+            said.append(line)
+            if "Ray runtime started" in line:
+                # Read on, so that a full pipe never blocks the node.
+                threading.Thread(target=node.stdout.read, daemon=True).start()
+                return node
+    node.wait()
+    raise AssertionError("".join(said[-20:]))
+
+
+def error_lines(stderr: str) -> list[str]:
+    """The zoo's own lines of ``stderr`` (a node of this namespace may add Ray's warning that it has no route out)."""
+    assert "Traceback" not in stderr, stderr
+    return [line for line in stderr.splitlines() if line.startswith("error:")]
+
+
+def lost_cpu_mid_run(address: str, out: Path, env: dict[str, str], worker: subprocess.Popen[str]) -> None:
+    """The cluster's only CPU node is stopped while a run trains: the runs wait NO_CPU_GRACE_S (1 s here) for a
+    node, then are reported failed with that reason, and the command exits with status 1."""
+    child = "import sys, zoo.ray_backend as ray_backend, zoo.cli; ray_backend.NO_CPU_GRACE_S = 1; "
+    child += "sys.exit(zoo.cli.main(sys.argv[1:]))"
+    argv = [sys.executable, "-c", child, *LONG, "--out", str(out), "--ray", address]
+    driver = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    try:
+        with within(HANG_S):  # the event: a run trains on the worker node
+            while not scratch_folders():
+                assert driver.poll() is None, "the driver ended before its task started"
+                time.sleep(0.2)
+        worker.terminate()
+        worker.wait(timeout=HANG_S)
+        _, err = driver.communicate(timeout=HANG_S)
+    finally:
+        driver.kill()
+    assert driver.returncode == 1, err[-3000:]
+    assert err.count("no node of the cluster has had a CPU for 1 s") == 2, err[-3000:]
+    # A killed worker leaves its scratch folder (the cluster page says so): removed here for the next checks.
+    for folder in scratch_folders():
+        shutil.rmtree(folder)
+
+
+def test_a_token_cluster_takes_its_token_and_one_without_a_cpu_is_refused(tmp_path: Path) -> None:
+    # The cluster page's recipe, in a home of its own: a token, then RAY_AUTH_MODE=token on every node and driver.
+    env = {name: value for name, value in os.environ.items() if not name.startswith(("RAY_AUTH", "RAY_ADDRESS"))}
+    env.update(HOME=str(tmp_path / "home"), RAY_USAGE_STATS_ENABLED="0")
+    with_token = {**env, "RAY_AUTH_MODE": "token"}
+    ray_cli = str(Path(sys.executable).with_name("ray"))
+    subprocess.run([ray_cli, "get-auth-token", "--generate"], env=env, capture_output=True, timeout=HANG_S, check=True)
+    port = dead_port()
+    address = f"127.0.0.1:{port}"
+    argv = [*QUICK, "--seeds", "1", "--out", str(tmp_path / "out"), "--ray", address]
+    head_args = ["--head", "--port", str(port), "--num-cpus", "0", "--include-dashboard=false"]
+    nodes = [ray_start([*head_args, "--disable-usage-stats"], with_token)]
+    try:
+        refused = zoo(argv, env)
+        assert refused.returncode == 2, refused.stderr
+        [line] = error_lines(refused.stderr)
+        assert f"{address} asks for a token" in line, line
+        assert "RAY_AUTH_MODE=token" in line, line
+        no_cpu = zoo(argv, with_token)
+        assert no_cpu.returncode == 2, no_cpu.stderr
+        [line] = error_lines(no_cpu.stderr)
+        assert f"the Ray cluster at {address} has no CPU for the runs" in line, line
+        nodes.append(ray_start(["--address", address, "--num-cpus", "1"], with_token))
+        joined = zoo(argv, with_token)
+        assert joined.returncode == 0, joined.stderr[-3000:]
+        lost_cpu_mid_run(address, tmp_path / "lost", with_token, nodes[-1])
+    finally:
+        for node in reversed(nodes):
+            node.terminate()
+            node.wait(timeout=HANG_S)
+    assert len(scores(tmp_path / "out")) == 1
+    assert scratch_folders() == []
 
 
 def test_the_overhead_script_reports_every_figure(tmp_path: Path) -> None:
@@ -100,11 +309,14 @@ def test_ctrl_c_cancels_the_tasks_and_keeps_the_finished_runs(
     argv = [*QUICK, "--seeds", "4", "--out", str(tmp_path), "--ray", cluster.address]
     first = tmp_path / "runs" / "reinforce" / "CartPole-v1"
     wait = ray.wait
+    pressed: list[bool] = []
 
     def wait_then_ctrl_c(*args: Any, **kwargs: Any) -> Any:
         # Ctrl-C reaches the driver while it waits on its tasks, once the first run is written: an event, not a
-        # time, so the test cannot race a loaded machine (before, all four runs could finish first).
-        if list(first.glob("seed*/result.json")):
+        # time, so the test cannot race a loaded machine (before, all four runs could finish first). Pressed once:
+        # the driver then waits on the cancelled tasks, which a second Ctrl-C would kill.
+        if not pressed and list(first.glob("seed*/result.json")):
+            pressed.append(True)
             raise KeyboardInterrupt
         return wait(*args, **kwargs)
 
@@ -115,6 +327,7 @@ def test_ctrl_c_cancels_the_tasks_and_keeps_the_finished_runs(
     kept = len(scores(tmp_path))
     assert kept == 1
     assert not [path for path in first.iterdir() if path.name.startswith(".")]  # no half-written run
+    assert scratch_folders() == []  # nor a scratch folder on the nodes
     # The cancelled tasks give their CPUs back.
     ray.init(address=cluster.address, log_to_driver=False)
     try:
@@ -127,6 +340,30 @@ def test_ctrl_c_cancels_the_tasks_and_keeps_the_finished_runs(
     assert cli(argv) == 0
     assert f"4 runs, {kept} already done, {4 - kept} to do" in capsys.readouterr().out
     assert len(scores(tmp_path)) == 4
+
+
+def test_ctrl_c_on_the_driver_stops_its_tasks_within_seconds_and_leaves_no_scratch(
+    cluster: Any, tmp_path: Path
+) -> None:
+    argv = [sys.executable, "-m", "zoo", *LONG, "--out", str(tmp_path), "--ray", cluster.address]
+    driver = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        # The event: both tasks train, each in its scratch folder on its node (runs of minutes, far from done).
+        with within(HANG_S):
+            while len({path.parent for path in Path(tempfile.gettempdir()).glob("zoo-ray-run-*/*")}) < 2:
+                assert driver.poll() is None, "the driver ended before its tasks started"
+                time.sleep(0.2)
+        interrupted = time.monotonic()
+        driver.send_signal(signal.SIGINT)
+        _, err = driver.communicate(timeout=HANG_S)
+        took = time.monotonic() - interrupted
+    finally:
+        driver.kill()
+    assert driver.returncode == 130, err
+    # Seconds: the tasks are asked to stop, and their workers killed after CANCEL_GRACE_S (10 s) at most.
+    assert took < 60, took
+    assert scratch_folders() == []
+    assert not list(tmp_path.rglob("result.json"))
 
 
 def test_a_killed_worker_node_has_its_task_rerun_on_the_head(
