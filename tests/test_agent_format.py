@@ -127,13 +127,15 @@ PACKAGED = sorted(path.parent for path in (Path(__file__).resolve().parents[1] /
 
 @pytest.mark.parametrize("folder", PACKAGED, ids=lambda folder: folder.name)
 def test_packaged_agents_load_without_a_deprecation_warning(folder: Path) -> None:
-    # Their config.json files (pinned by sha256) spell the hang guard max_episode_steps, its name before the rename.
+    # Most config.json files (pinned by sha256) spell the hang guard max_episode_steps, its name before the rename;
+    # agents packaged since spell it hang_guard_steps.
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         model: Any
         model, config, _ = load_agent(folder, device="cpu")
-    assert model.hang_guard_steps == config["hyperparams"]["max_episode_steps"]
-    assert model.vf_n_epochs == config["hyperparams"]["vf_n_epochs"]
+    hyperparams = config["hyperparams"]
+    assert model.hang_guard_steps == hyperparams.get("hang_guard_steps", hyperparams.get("max_episode_steps"))
+    assert model.vf_n_epochs == hyperparams["vf_n_epochs"]
     assert model.vf_update == "fit"
 
 
