@@ -115,31 +115,35 @@ def main(argv: list[str] | None = None) -> int:
     pooled: dict[str, tuple[list[list[float]], list[list[float]]]] = {name: ([], []) for name in variants}
     for env_id in envs:
         entry = finished_runs(args.entries, env_id)
-        sides = {name: finished_runs(folder, env_id) for name, folder in variants.items()}
+        # A variant without a run of this env at the entry's budget is left out of the row (its cells "-").
+        sides = {name: runs for name, folder in variants.items() if (runs := finished_runs(folder, env_id))}
+        budget = run_config(args.entries, env_id, min(entry)).get("n_timesteps") if entry else None
+        for name in list(sides):
+            other = run_config(variants[name], env_id, min(sides[name])).get("n_timesteps")
+            if other != budget:
+                print(
+                    f"{env_id}: {name} was trained on {other} steps, the entry on {budget}; left out", file=sys.stderr
+                )
+                del sides[name]
         seeds = sorted(set(entry).intersection(*[set(runs) for runs in sides.values()]))
-        if not seeds:
-            print(f"{env_id}: no seed finished on every side; skipped", file=sys.stderr)
-            continue
-        configs = [run_config(args.entries, env_id, seeds[0])]
-        configs += [run_config(folder, env_id, seeds[0]) for folder in variants.values()]
-        budgets = {config.get("n_timesteps") for config in configs}
-        if len(budgets) != 1:
-            print(
-                f"{env_id}: the sides were trained on other budgets ({sorted(map(str, budgets))}); skipped",
-                file=sys.stderr,
-            )
+        if not sides or not seeds:
+            print(f"{env_id}: no seed finished by the entry and a variant alike; skipped", file=sys.stderr)
             continue
         entry_records = [entry[seed] for seed in seeds]
-        row = f"| {env_id} | {len(seeds)} | {baseline_of(configs[0])} | {side(entry_records)} |"
+        entry_scores = [record["mean_reward"] for record in entry_records]
+        entry_baseline = baseline_of(run_config(args.entries, env_id, seeds[0]))
+        row = f"| {env_id} | {len(seeds)} | {entry_baseline} | {side(entry_records)} |"
         curves = {"entry": entry_records}
-        for name, runs in sides.items():
-            records = [runs[seed] for seed in seeds]
-            better = improvement_interval(
-                [[r["mean_reward"] for r in records]], [[r["mean_reward"] for r in entry_records]]
-            )
+        for name in variants:
+            if name not in sides:
+                row += " - | - | - | - |"
+                continue
+            records = [sides[name][seed] for seed in seeds]
+            scores = [record["mean_reward"] for record in records]
+            better = improvement_interval([scores], [entry_scores])
             row += f" {side(records)} | {better.point:.2f} [{better.low:.2f}, {better.high:.2f}] |"
-            pooled[name][0].append([r["mean_reward"] for r in records])
-            pooled[name][1].append([r["mean_reward"] for r in entry_records])
+            pooled[name][0].append(scores)
+            pooled[name][1].append(entry_scores)
             curves[name] = records
         lines.append(row)
         plot(env_id, curves, args.out / "plots")

@@ -391,7 +391,7 @@ def test_baseline_learning_compares_the_seeds_both_sides_finished_at_one_budget(
     assert row.startswith("| CartPole-v1 | 2 | mean | 15.0 [")
     assert row.endswith("| 1.00 [1.00, 1.00] |")
     assert "Pendulum-v1" not in table
-    assert "Pendulum-v1: the sides were trained on other budgets" in capsys.readouterr().err
+    assert "Pendulum-v1: loo was trained on 2000 steps, the entry on 1000; left out" in capsys.readouterr().err
     assert (tmp_path / "out" / "plots" / "CartPole-v1.png").stat().st_size > 0
     with pytest.raises(SystemExit):
         module.main(["--variant", "loo", "--out", str(tmp_path / "out")])
