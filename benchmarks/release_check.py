@@ -37,7 +37,7 @@ from zoo.algos import constructor_keys
 from zoo.config import config_difference, get_config, known_env_ids
 from zoo.hub.card import format_metric
 from zoo.hub.layout import CARD_FILE, RESULTS_FILE
-from zoo.parsers import tune_parser
+from zoo.parsers import parse_tune
 from zoo.tune.objective import CONFIG_ATTR, SCORES_ATTR
 from zoo.tune.space import with_overrides
 from zoo.tune.storage import JOURNAL_FILE
@@ -174,7 +174,7 @@ def tuning_problems() -> list[str]:
     defaults = todays_defaults()
     problems = []
     for argv in tuning_md_commands():
-        args = tune_parser().parse_args(argv)
+        args = parse_tune(argv)
         base = get_config("reinforce", args.env, {} if args.n_timesteps is None else {"n_timesteps": args.n_timesteps})
         ran = with_overrides(base, yaml_numbers(yaml.safe_load(args.enqueue[0]))).to_data()
         recorded = recorded_config(args)

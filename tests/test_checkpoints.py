@@ -185,6 +185,10 @@ def test_a_resumed_run_is_the_uninterrupted_run_bit_for_bit(uninterrupted: Train
     assert same_policy(final_policy(resumed), final_policy(uninterrupted))
     for key, values in curve(uninterrupted.run_dir).items():
         np.testing.assert_array_equal(curve(run_dir)[key], values)
+    # The curve the result carries is the one written, the points before the checkpoint included.
+    written = curve(run_dir)
+    assert resumed.curve_timesteps == uninterrupted.curve_timesteps == written["timesteps"].tolist()
+    assert resumed.curve_mean_reward == uninterrupted.curve_mean_reward == written["results"].mean(axis=1).tolist()
     assert (run_dir / "vec_normalize.json").read_text() == (uninterrupted.run_dir / "vec_normalize.json").read_text()
     assert resumed.mean_reward == uninterrupted.mean_reward
 

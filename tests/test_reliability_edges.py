@@ -336,7 +336,7 @@ def test_a_bad_hyperparameter_is_one_line_in_the_zoo(
 
 def test_report_of_a_missing_sqlite_database_creates_none(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     database = tmp_path / "missing.db"
-    argv = ["tune", "--env", "CartPole-v1", "--storage", f"sqlite:///{database}", "--report"]
+    argv = ["tune", "report", "--env", "CartPole-v1", "--storage", f"sqlite:///{database}"]
     assert cli(argv) == 2
     assert f"the SQLite database {database} does not exist" in one_error_line(capsys)
     assert not database.exists()
@@ -353,8 +353,8 @@ def test_report_of_a_missing_sqlite_database_creates_none(tmp_path: Path, capsys
         (["tune", "--env", "CartPole-v1", "--log-folder", "afile"], "--log-folder afile: afile is a file"),
         (["tune", "--env", "CartPole-v1", "--storage", "adir"], "--storage adir is a folder"),
         (["tune", "--env", "CartPole-v1", "--storage", "afile/study.journal"], "afile is a file, not a folder"),
-        (["tune", "--env", "CartPole-v1", "--export", "adir"], "--export adir is a folder"),
-        (["tune", "--env", "CartPole-v1", "--export", "afile/entry.yml"], "afile is a file, not a folder"),
+        (["tune", "export", "--env", "CartPole-v1", "adir"], "tune export adir is a folder"),
+        (["tune", "export", "--env", "CartPole-v1", "afile/entry.yml"], "afile is a file, not a folder"),
         (["tune", "--env", "CartPole-v1", "--study", "x" * 300], "at most 128 characters"),
         (["tune", "--env", "CartPole-v1", "--storage", "y" * 300], "File name too long"),
     ],
@@ -376,7 +376,8 @@ def test_a_path_of_the_wrong_kind_is_one_line(
     monkeypatch.chdir(tmp_path)
     (tmp_path / "afile").write_text("keep")
     (tmp_path / "adir").mkdir()
-    assert cli([*argv, "--n-timesteps", "100"]) == 2
+    budget = [] if argv[:2] == ["tune", "export"] else ["--n-timesteps", "100"]  # an export trains nothing
+    assert cli([*argv, *budget]) == 2
     assert message in one_error_line(capsys)
     assert sorted(path.name for path in tmp_path.iterdir()) == ["adir", "afile"]
     assert (tmp_path / "afile").read_text() == "keep"
@@ -433,13 +434,13 @@ def test_a_plot_cut_short_keeps_the_previous_one(tmp_path: Path, monkeypatch: py
 
 @pytest.fixture(scope="module")
 def reported_study(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """``zoo tune --report`` options of a study of one finished trial in a SQLite database (without --log-folder:
+    """``zoo tune report`` options of a study of one finished trial in a SQLite database (without --log-folder:
     the report's plots go there, apart from the study)."""
     database = tmp_path_factory.mktemp("study") / "study.db"
-    options = ["tune", "--env", "CartPole-v1", "--study", "s", "--storage", f"sqlite:///{database}"]
-    argv = [*options, "--space", "none", "--n-timesteps", "300", "--hyperparams", "n_envs=2", "n_episodes=2"]
-    assert cli([*argv, "--log-folder", str(database.parent / "logs"), "--trials", "1"]) == 0
-    return [*options, "--report"]
+    options = ["--env", "CartPole-v1", "--study", "s", "--storage", f"sqlite:///{database}"]
+    argv = ["tune", "run", *options, "--space", "none", "--n-timesteps", "300", "--hyperparams", "n_envs=2"]
+    assert cli([*argv, "n_episodes=2", "--log-folder", str(database.parent / "logs"), "--trials", "1"]) == 0
+    return ["tune", "report", *options]
 
 
 @pytest.mark.parametrize("kind", ["folder-is-a-file", "plot-is-a-folder", "read-only-folder"])
@@ -599,10 +600,21 @@ def test_a_study_another_tool_made_in_the_same_storage_is_refused_by_name(
     # Before, the zoo wrote its setup record into the other tool's study and counted its trials as its own.
     storage = f"sqlite:///{tmp_path / 'shared.db'}" if kind == "sqlite" else str(tmp_path / "shared.journal")
     foreign_study(storage)
-    options = ["tune", "--env", "CartPole-v1", "--space", "none", "--n-timesteps", "300", "--log-folder", str(tmp_path)]
-    options += ["--hyperparams", "n_envs=2", "n_episodes=2", "--study", "shared", "--storage", storage]
-    for extra in (["--trials", "2"], ["--report"], ["--export"]):
-        assert cli([*options, *extra]) == 2
+    study = ["--env", "CartPole-v1", "--log-folder", str(tmp_path), "--study", "shared", "--storage", storage]
+    run = [
+        "run",
+        "--space",
+        "none",
+        "--n-timesteps",
+        "300",
+        "--hyperparams",
+        "n_envs=2",
+        "n_episodes=2",
+        "--trials",
+        "2",
+    ]
+    for command in (run, ["report"], ["export"]):
+        assert cli(["tune", *command, *study]) == 2
         line = one_error_line(capsys)
         assert "study 'shared' in " in line
         assert "was not created by the zoo (it has no setup record of ours)" in line

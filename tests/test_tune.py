@@ -273,11 +273,6 @@ def test_embedded_study_records_failures_resumes_reports_and_exports(
     text = (folder / "best.yml").read_text()
     assert cli(["tune", "export", "--env", "CartPole-v1", "--log-folder", str(tmp_path), str(tmp_path / "e.yml")]) == 0
     assert (tmp_path / "e.yml").read_text() == text
-    # The flags of the form without a command still read the study, with a warning that they go.
-    for flag in ("--report", "--export"):
-        with pytest.warns(FutureWarning, match="python -m zoo tune report"):
-            assert cli(["tune", "--env", "CartPole-v1", "--log-folder", str(tmp_path), flag]) == 0
-    assert (folder / "best.yml").read_text() == text
     capsys.readouterr()
     assert cli(["tune", "report", "--env", "CartPole-v1", "--trials", "3"]) == 2  # run's options are not report's
     assert "unrecognized arguments: --trials 3" in capsys.readouterr().err
@@ -436,8 +431,8 @@ def test_a_database_url_mistyped_as_a_path_is_refused_without_its_password(
     # Before, it was taken for a journal path: a journal file named with the password was created, and every run
     # printed it in clear.
     monkeypatch.chdir(tmp_path)
-    for extra in (["--trials", "1"], ["--report"]):
-        assert cli(["tune", "--env", "CartPole-v1", "--storage", storage, "--log-folder", "logs", *extra]) == 2
+    for command in (["run", "--trials", "1"], ["report"]):
+        assert cli(["tune", *command, "--env", "CartPole-v1", "--storage", storage, "--log-folder", "logs"]) == 2
         captured = capsys.readouterr()
         line = captured.err.strip()
         assert line.startswith("error: --storage ")
@@ -469,10 +464,15 @@ def test_a_password_in_the_storage_url_is_shown_nowhere(
 
     monkeypatch.setattr(objective, "measured_run", recording)
     url = postgres_url.replace("postgresql://zoo@", "postgresql://zoo:hunter2@")
-    options = ["tune", *tiny, "--storage", url, "--study", "masked", "--n-timesteps", "300"]
+    study = ["--env", "CartPole-v1", "--storage", url, "--study", "masked", "--log-folder", str(tmp_path)]
     outputs = []
-    for extra in (["--trials", "1"], ["--report"], ["--export"], ["--report", "--study", "missing"]):
-        cli([*options, *extra])
+    for command in (
+        ["run", *tiny, "--storage", url, "--study", "masked", "--n-timesteps", "300", "--trials", "1"],
+        ["report", *study],
+        ["export", *study],
+        ["report", *study, "--study", "missing"],
+    ):
+        cli(["tune", *command])
         captured = capsys.readouterr()
         outputs.append(captured.out + captured.err)
     # The equals form and an abbreviation of the flag: the command for other machines showed these in clear.
@@ -602,7 +602,7 @@ def test_a_journal_trial_is_handed_on_when_its_pid_is_another_process_now(tmp_pa
 
 
 def test_report_of_a_study_that_does_not_exist(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli(["tune", "--env", "CartPole-v1", "--log-folder", str(tmp_path), "--report"]) == 2
+    assert cli(["tune", "report", "--env", "CartPole-v1", "--log-folder", str(tmp_path)]) == 2
     assert "no study 'reinforce-CartPole-v1'" in capsys.readouterr().err
     assert not (tmp_path / "tune").exists()
 

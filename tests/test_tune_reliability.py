@@ -238,7 +238,7 @@ def test_export_refuses_a_destination_that_is_not_a_regular_file(
         destination.symlink_to(target)
     for extra in ([], ["--force"]):
         assert cli(export_options(finished, tmp_path, str(destination), *extra)) == 2
-        assert f"--export {destination} is not a regular file" in one_error_line(capsys)
+        assert f"tune export {destination} is not a regular file" in one_error_line(capsys)
     assert destination.is_fifo() if kind == "fifo" else destination.is_symlink()
     assert target.read_text() == "kept\n"
 
@@ -251,13 +251,9 @@ def test_export_replaces_an_existing_file_only_with_force(
     hyperparams.write_text("CartPole-v1: {n_timesteps: 1}\nAcrobot-v1: {n_timesteps: 2}\n")
     assert cli(export_options(finished, tmp_path, str(hyperparams))) == 2
     line = one_error_line(capsys)
-    assert f"--export {hyperparams} exists" in line
+    assert f"tune export {hyperparams} exists" in line
     assert "--force" in line
     assert hyperparams.read_text() == "CartPole-v1: {n_timesteps: 1}\nAcrobot-v1: {n_timesteps: 2}\n"
-    deprecated = ["tune", *STUDY, "--storage", str(finished), "--log-folder", str(tmp_path), "--export"]
-    with pytest.warns(FutureWarning):  # the deprecated flag is refused the same way
-        assert cli([*deprecated, str(hyperparams)]) == 2
-    assert "--force" in one_error_line(capsys)
 
     assert cli(export_options(finished, tmp_path, str(hyperparams), "--force")) == 0
     assert hyperparams.read_text().startswith("# Tuned")

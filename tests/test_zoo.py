@@ -359,6 +359,23 @@ def test_tune_usage_names_its_subcommands(capsys: pytest.CaptureFixture[str]) ->
     assert "usage: python -m zoo tune [run|report|export] --env ENV" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("command", ["run", "report", "export"])
+def test_each_tune_subcommand_lists_its_own_options(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli(["tune", command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert f"usage: python -m zoo tune {command} [-h] --env ENV" in out
+    assert ("--trials" in out, "--force" in out) == (command == "run", command == "export")
+
+
+def test_tune_without_a_subcommand_is_run_and_takes_no_report_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli(["tune", "--env", "CartPole-v1", "--help"]) == 0
+    assert "usage: python -m zoo tune run [-h] --env ENV" in capsys.readouterr().out
+    # `tune report` and `tune export` read a study: the flags that did it before the subcommands are gone.
+    for flag in ("--report", "--export"):
+        assert cli(["tune", "--env", "CartPole-v1", flag]) == 2
+        assert f"unrecognized arguments: {flag}" in capsys.readouterr().err
+
+
 def test_help_does_not_load_torch() -> None:
     for command in [*COMMANDS, "tune export"]:
         script = (

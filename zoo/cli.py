@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if {"-h", "--help"} & set(rest) and name in HELP:
             # The command's parser prints its help and exits, without importing the command (and torch).
-            HELP[name](rest).parse_args(rest)
+            HELP[name](rest)
         command: Callable[[list[str]], int] = getattr(import_module(module), function)
         return command(rest)
     except ZooError as error:

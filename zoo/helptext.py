@@ -40,3 +40,22 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 def parser(prog: str, description: str) -> argparse.ArgumentParser:
     """An ``ArgumentParser`` in the zoo's help style."""
     return argparse.ArgumentParser(prog=prog, description=plain(description), formatter_class=HelpFormatter)
+
+
+def parser_with_subcommands(
+    prog: str, description: str, subcommands: dict[str, str]
+) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """A parser of ``prog COMMAND``, one of ``subcommands`` (name -> description, whose first sentence is the
+    command's line in ``prog --help``), and the parser of each command, all in the zoo's help style. The command
+    parsed is ``command`` in the namespace."""
+    top = parser(prog, description)
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND", prog=prog)
+    return top, {
+        name: commands.add_parser(
+            name,
+            help=plain(text.split(". ")[0].rstrip(".")),
+            description=plain(text),
+            formatter_class=HelpFormatter,
+        )
+        for name, text in subcommands.items()
+    }

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
 from zoo.checkpoints import default_interval, exclusive, find_resumable
@@ -30,7 +29,7 @@ from zoo.config import RunConfig, get_config
 from zoo.errors import ZooError, first_line
 from zoo.folders import make_folder, move_into_place
 from zoo.machine import cpu_model
-from zoo.runs import CONFIG_YML, EVALUATIONS_FILE, RESULT_FILE, VEC_NORMALIZE_JSON
+from zoo.runs import CONFIG_YML, RESULT_FILE, VEC_NORMALIZE_JSON
 from zoo.train import TrainResult, train
 
 FINAL_EVAL_EPISODES = 20
@@ -102,7 +101,6 @@ def measured_run(
         checkpoint_freq=checkpoint_freq,
         resume=resume,
     )
-    curve = np.load(result.run_dir / EVALUATIONS_FILE)
     return result, {
         "n_timesteps": result.n_timesteps,
         "mean_reward": result.mean_reward,
@@ -110,8 +108,8 @@ def measured_run(
         "eval_episodes": FINAL_EVAL_EPISODES,
         "train_seconds": result.train_seconds,
         "train_cpu_seconds": result.train_cpu_seconds,
-        "curve_timesteps": curve["timesteps"].tolist(),
-        "curve_mean_reward": curve["results"].mean(axis=1).tolist(),
+        "curve_timesteps": result.curve_timesteps,
+        "curve_mean_reward": result.curve_mean_reward,
         "cpu": cpu_model(),
         "resumed_at": result.resumed_at,
     }

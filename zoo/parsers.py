@@ -26,7 +26,6 @@ DEFAULT_EVAL_SEED = 12_345
 QUICK_TIMESTEPS = 20_000
 # The measured results live beside the other benchmark results, outside the package.
 DEFAULT_OUT = "benchmarks/results/zoo"
-TUNE_SUBCOMMANDS = ("run", "report", "export")
 TUNE_EXPORT_FILE = "best.yml"
 # The Hub commands' defaults (zoo.hub reads them from here).
 HUB_CARDS_DIR = Path("hub_cards")
@@ -49,22 +48,13 @@ PUSH_ALL_DESCRIPTION = (
     "Push every packaged agent folder under hub_cards/ (those with a config.json) to ORG/<algo>-<env id>, e.g. "
     "ORG/reinforce-CartPole-v1."
 )
-# The options of ``tune run`` only; ``report`` and ``export`` read a study and take these defaults.
-TUNE_RUN_DEFAULTS: dict[str, Any] = {
-    "trials": 100,
-    "jobs": 1,
-    "timeout": None,
-    "n_timesteps": None,
-    "seeds": 1,
-    "first_seed": 0,
-    "hyperparams": [],
-    "space": None,
-    "enqueue": [],
-    "sampler": "tpe",
-    "pruner": "median",
-    "heartbeat_interval": None,
-    "grace_period": None,
-    "force": False,
+# ``zoo tune``'s subcommands and their descriptions.
+TUNE_SUBCOMMANDS = {
+    "run": "Run trials until the study has --trials done: it is created, resumed, or joined (with --storage, from "
+    "other machines at once).",
+    "report": "Print the study's best trials and write its plots into LOG_FOLDER/tune/STUDY/; the storage is only "
+    "read.",
+    "export": "Write the study's best trial as a zoo entry with a '# Tuned' comment; the storage is only read.",
 }
 
 
@@ -190,13 +180,38 @@ def benchmark_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def tune_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The options of ``zoo tune COMMAND``; None is the form without a command, which also takes the deprecated
-    ``--report`` and ``--export`` flags."""
-    prog = "python -m zoo tune" + (f" {command}" if command else "")
-    parser = helptext.parser(prog, docstring("zoo.tune.cli"))
-    if command is None:
-        parser.usage = f"{prog} [{'|'.join(TUNE_SUBCOMMANDS)}] --env ENV [options]"
+def tune_parser() -> argparse.ArgumentParser:
+    """``zoo tune``'s parser: the subcommands ``run``, ``report`` and ``export``, each with the options of the study
+    it reads or runs. :func:`parse_tune` supplies ``run`` where the command line names none."""
+    prog = "python -m zoo tune"
+    parser, commands = helptext.parser_with_subcommands(prog, docstring("zoo.tune.cli"), TUNE_SUBCOMMANDS)
+    parser.usage = f"{prog} [{'|'.join(TUNE_SUBCOMMANDS)}] --env ENV [options]"
+    parser.epilog = "`python -m zoo tune COMMAND --help` lists a command's options and defaults."
+    for command in commands.values():
+        add_study_options(command)
+    add_tune_run_options(commands["run"])
+    export = commands["export"]
+    export.add_argument(
+        "path",
+        nargs="?",
+        default=None,
+        metavar="PATH",
+        help=f"where the entry goes (default: LOG_FOLDER/tune/STUDY/{TUNE_EXPORT_FILE}, replaced each time)",
+    )
+    export.add_argument("--force", action="store_true", help="replace PATH if it exists (default: refuse)")
+    return parser
+
+
+def parse_tune(argv: list[str]) -> argparse.Namespace:
+    """``zoo tune [run|report|export] OPTIONS``: without a subcommand, ``run`` (``zoo tune --help`` alone lists
+    the subcommands)."""
+    if not argv or argv[0] not in (*TUNE_SUBCOMMANDS, "-h", "--help"):
+        argv = ["run", *argv]
+    return tune_parser().parse_args(argv)
+
+
+def add_study_options(parser: argparse.ArgumentParser) -> None:
+    """The options that name a study and its storage, which every ``tune`` subcommand takes."""
     parser.add_argument("--env", required=True, help="Gymnasium env id, e.g. CartPole-v1")
     parser.add_argument("--algo", default="reinforce", choices=ALGO_NAMES, help="algorithm")
     parser.add_argument(
@@ -204,35 +219,6 @@ def tune_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--study", default=None, help="study name; None: ALGO-ENV")
     parser.add_argument("--log-folder", default="logs", help="where embedded studies, plots and exports go")
-    if command in ("report", "export"):
-        parser.set_defaults(**TUNE_RUN_DEFAULTS, report=command == "report", export=None)
-        if command == "export":
-            parser.add_argument(
-                "export",
-                nargs="?",
-                default="",
-                metavar="PATH",
-                help=f"where the entry goes (default: LOG_FOLDER/tune/STUDY/{TUNE_EXPORT_FILE}, replaced each time)",
-            )
-            parser.add_argument("--force", action="store_true", help="replace PATH if it exists (default: refuse)")
-        return parser
-    add_tune_run_options(parser)
-    if command == "run":
-        parser.set_defaults(report=False, export=None, force=False)
-        return parser
-    parser.set_defaults(force=False)  # the deprecated --export never replaces a file: `tune export --force` does
-    parser.add_argument(
-        "--report", action="store_true", help="deprecated: use `python -m zoo tune report` (default: off)"
-    )
-    parser.add_argument(
-        "--export",
-        nargs="?",
-        const="",
-        default=None,
-        metavar="PATH",
-        help="deprecated: use `python -m zoo tune export [PATH]` (default: off)",
-    )
-    return parser
 
 
 def add_tune_run_options(parser: argparse.ArgumentParser) -> None:
@@ -397,18 +383,13 @@ def check_budget_flag(n_timesteps: int | None) -> None:
         raise ZooError(f"--n-timesteps must be >= 1 (leave it out for the entry's budget), got {n_timesteps}")
 
 
-def tune_command(argv: list[str]) -> str | None:
-    """The subcommand ``argv`` names (``run``, ``report``, ``export``), or None for the form without one."""
-    return argv[0] if argv and argv[0] in TUNE_SUBCOMMANDS else None
-
-
-# command -> the parser of its arguments ``argv``, for the help that zoo.cli prints without importing the command.
-HELP: dict[str, Callable[[list[str]], argparse.ArgumentParser]] = {
-    "train": lambda argv: train_parser(),
-    "evaluate": lambda argv: evaluate_parser(),
-    "benchmark": lambda argv: benchmark_parser(),
-    "tune": lambda argv: tune_parser(tune_command(argv)),
-    "push": lambda argv: push_parser(),
-    "enjoy": lambda argv: enjoy_parser(),
-    "push-all": lambda argv: push_all_parser(),
+# command -> the parsing of its arguments ``argv``, by which zoo.cli prints a command's help without importing it.
+HELP: dict[str, Callable[[list[str]], argparse.Namespace]] = {
+    "train": lambda argv: train_parser().parse_args(argv),
+    "evaluate": lambda argv: evaluate_parser().parse_args(argv),
+    "benchmark": lambda argv: benchmark_parser().parse_args(argv),
+    "tune": parse_tune,
+    "push": lambda argv: push_parser().parse_args(argv),
+    "enjoy": lambda argv: enjoy_parser().parse_args(argv),
+    "push-all": lambda argv: push_all_parser().parse_args(argv),
 }

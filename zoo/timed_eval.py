@@ -108,6 +108,12 @@ class TimedEvalCallback(EvalCallback):
             else:
                 curve.unlink(missing_ok=True)
 
+    def learning_curve(self) -> tuple[list[int], list[float]]:
+        """The steps of every evaluation so far (those before a checkpoint the run resumed from included), and the
+        mean return of each: what evaluations.npz holds, without reading it back."""
+        means = [float(np.mean(returns)) for returns in self.evaluations_results]
+        return [int(step) for step in self.evaluations_timesteps], means
+
     def curve(self) -> dict[str, Any]:
         """The arrays of evaluations.npz, as SB3's EvalCallback writes them."""
         arrays: dict[str, Any] = {

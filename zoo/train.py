@@ -112,6 +112,9 @@ class TrainResult:
     train_cpu_seconds: float
     # The steps at which the run was resumed from a checkpoint, if it was.
     resumed_at: list[int] = field(default_factory=list)
+    # The periodic evaluations: the steps of each, and its mean return.
+    curve_timesteps: list[int] = field(default_factory=list)
+    curve_mean_reward: list[float] = field(default_factory=list)
 
 
 def save_final(model: BaseAlgorithm, env: VecEnv, run_dir: Path, env_id: str) -> list[Path]:
@@ -278,10 +281,8 @@ def train(
             model.set_logger(run_logger(run_dir, verbose, checkpoint))
             callbacks: list[BaseCallback] = [evaluation]
             if checkpoint_freq is not None:
-                periodic = PeriodicCheckpoint(
-                    run_dir, config.to_data(seed), checkpoint_freq, evaluation, clock, resumed_at
-                )
-                callbacks.insert(0, periodic)
+                data = config.to_data(seed)
+                callbacks.insert(0, PeriodicCheckpoint(run_dir, data, checkpoint_freq, evaluation, clock, resumed_at))
             seconds, cpu_seconds = timed_learn(
                 model, env, run_dir, config, callbacks, clock, progress_bar, resumed=checkpoint is not None
             )
@@ -300,10 +301,11 @@ def train(
     if verbose:
         print(
             f"{config.env_id}: mean_reward = {mean:.2f} +/- {std:.2f} over {final_eval_episodes} deterministic "
-            f"episodes after {model.num_timesteps} steps ({seconds:.1f} s of training, evaluations excluded)"
+            f"episodes after {model.num_timesteps} steps ({seconds:.1f} s of training, evaluations excluded)\n"
+            f"saved {model_path}"
         )
-        print(f"saved {model_path}")
-    return TrainResult(run_dir, model_path, mean, std, model.num_timesteps, seconds, cpu_seconds, resumed_at)
+    curve = evaluation.learning_curve()
+    return TrainResult(run_dir, model_path, mean, std, model.num_timesteps, seconds, cpu_seconds, resumed_at, *curve)
 
 
 def remove_stub(run_dir: Path) -> None:

@@ -11,11 +11,13 @@ from typing import Any
 import numpy as np
 import pytest
 from huggingface_hub import CommitOperationAdd, HfApi, ModelCard, constants
+from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_reinforce import Reinforce
 from zoo.config import RunConfig
-from zoo.hub import PushResult, push_to_hub
+from zoo.hub import PushOptions, PushResult, push_to_hub
 from zoo.hub.video import is_mujoco
+from zoo.normalization import VecNormalizeStats
 
 TOKEN = "hf_test_write_token"
 ENV_ID = "CartPole-v1"
@@ -99,9 +101,24 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def push(model: Reinforce, repo_id: str, **kwargs: Any) -> PushResult:
-    options: dict[str, Any] = {"config": run_config(), "video_length": 40, **kwargs}
-    return push_to_hub(model, ENV_ID, repo_id, **options)
+def push(
+    model: Reinforce,
+    repo_id: str,
+    *,
+    config: RunConfig | None = None,
+    vec_normalize: VecNormalize | None = None,
+    **options: Any,
+) -> PushResult:
+    """``push_to_hub`` of ``model`` with the test run's config, 40-frame replays and ``options`` (PushOptions')."""
+    stats = None if vec_normalize is None else VecNormalizeStats.from_vec_normalize(vec_normalize)
+    return push_to_hub(
+        model,
+        ENV_ID,
+        repo_id,
+        options=PushOptions(**{"video_length": 40, **options}),
+        config=config or run_config(),
+        vec_normalize=stats,
+    )
 
 
 def check_card(text: str, results: dict[str, Any], repo_id: str) -> None:

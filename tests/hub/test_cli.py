@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import importlib
+import inspect
 import json
 import re
 import shutil
@@ -19,9 +22,9 @@ from tests.hub.support import ENV_ID, PUSHED, ROOT, check_card, repo
 from tests.hub_server import HubServer
 from zoo.cli import COMMANDS
 from zoo.cli import main as cli
-from zoo.errors import ZooError
+from zoo.errors import Message, Parameter, ZooError, in_words_of
 from zoo.hub import load_from_hub, package_agent
-from zoo.hub.cli import enjoy_main, in_flags, push_all_main, push_main
+from zoo.hub.cli import ENJOY_FLAGS, PUSH_ALL_FLAGS, PUSH_FLAGS, enjoy_main, push_all_main, push_main
 
 
 def test_cli_push_and_enjoy(run_dir: Path, hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -163,8 +166,12 @@ def test_the_library_names_parameters_and_the_commands_name_flags(
         push_main(["--model", str(run_dir), "--env", ENV_ID, "--repo-id", "tester/x", "--dry-run", str(target)])
     with pytest.raises(ZooError, match=r"^--timeout must be a number of seconds > 0, got -1\.0"):
         enjoy_main(["--repo-id", "tester/x", "--timeout", "-1"])
-    assert in_flags("timed out; allow more time (a larger timeout)").endswith("(a larger --timeout)")
-    assert in_flags("x is public; private=True does not change an existing repo").startswith("x is public; --private")
+    timed_out = ZooError("timed out; allow more time (a larger ", Parameter("timeout"), ")")
+    assert (str(timed_out), timed_out.parameter) == ("timed out; allow more time (a larger timeout)", "timeout")
+    assert in_words_of(PUSH_FLAGS, timed_out).endswith("(a larger --timeout)")
+    public = Message("x is public; ", Parameter("private", "private=True"), " does not change an existing repo")
+    assert public == "x is public; private=True does not change an existing repo"
+    assert in_words_of(PUSH_ALL_FLAGS, public).startswith("x is public; --private does not")
     for module in ("card", "client", "layout", "package", "pull", "push", "video"):
         source = (Path(hub_package.__file__).parent / f"{module}.py").read_text()
         flags = re.findall(r"[\"' (]--[a-z][a-z-]+", source)
@@ -197,3 +204,26 @@ def test_push_all_outside_a_checkout_needs_its_folder(
     (tmp_path / "hub_cards").mkdir()  # in a checkout, the default folder is used
     assert cli(["push-all", "--org", "tester", "--dry-run"]) == 2
     assert "no packaged agents (folders with a config.json) under hub_cards" in one_error_line(capsys)
+
+
+def test_every_parameter_the_commands_name_is_one_the_library_names() -> None:
+    # The commands name the library's parameters by their flags: a parameter renamed in the library fails here,
+    # rather than losing its flag from the commands' messages in silence.
+    named = set()
+    for path in (ROOT / "zoo").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Parameter":
+                assert isinstance(node.args[0], ast.Constant), f"{path}: a Parameter named by a constant"
+                named.add(node.args[0].value)
+    mapped = {*PUSH_FLAGS, *ENJOY_FLAGS, *PUSH_ALL_FLAGS}
+    assert mapped - named == set()
+    assert named - mapped == set()  # and every parameter the library names has its flag in a command
+    # Each is a name of zoo.hub's API: a function, or a parameter of one, or a field of its options.
+    api = [getattr(hub_package, name) for name in hub_package.__all__]
+    known = set(hub_package.__all__)
+    for thing in api:
+        if dataclasses.is_dataclass(thing):
+            known |= {field.name for field in dataclasses.fields(thing)}
+        elif inspect.isfunction(thing):
+            known |= set(inspect.signature(thing).parameters)
+    assert named - known == set()

@@ -33,7 +33,7 @@ from zoo.agent_format import load_agent
 from zoo.config import RunConfig
 from zoo.errors import ZooError
 from zoo.evaluate import evaluate
-from zoo.hub import TEMPLATE_PATH, push_run, push_to_hub
+from zoo.hub import TEMPLATE_PATH, PushOptions, push_run, push_to_hub
 from zoo.hub import video as zoo_video
 from zoo.hub.card import CPU_TORCH, LICENSE, REPOSITORY_URL, install_command
 from zoo.hub.cli import enjoy_main
@@ -143,7 +143,7 @@ def test_a_benchmark_run_gets_its_seeds_on_the_card(
     model: Reinforce, tmp_path: Path, scores: dict[int, float], seed: int, says: str
 ) -> None:
     run = benchmark_runs(model, tmp_path, scores, seed)
-    result = push_run(run, ENV_ID, "tester/bench", dry_run_dir=tmp_path / "out", record_video=False)
+    result = push_run(run, ENV_ID, "tester/bench", PushOptions(dry_run_dir=tmp_path / "out", record_video=False))
     assert result.warnings == []
     benchmark = result.results["benchmark"]
     assert benchmark == {"seed": seed, "scores": [{"seed": k, "mean_reward": v} for k, v in sorted(scores.items())]}
@@ -155,7 +155,7 @@ def test_a_card_leaves_out_a_benchmark_that_is_not_its_models(model: Reinforce, 
     run = benchmark_runs(model, tmp_path, {0: 100.0, 1: 150.0}, 1)
     record = json.loads((run / "result.json").read_text())
     (run / "result.json").write_text(json.dumps({**record, "n_timesteps": model.num_timesteps + 1}))
-    result = push_run(run, ENV_ID, "tester/bench", dry_run_dir=tmp_path / "out", record_video=False)
+    result = push_run(run, ENV_ID, "tester/bench", PushOptions(dry_run_dir=tmp_path / "out", record_video=False))
     assert result.warnings == [
         f"{run / 'result.json'} records a run of {model.num_timesteps + 1:,} steps, the model took "
         f"{model.num_timesteps:,}: the card leaves the benchmark out"
@@ -208,12 +208,14 @@ def test_env_that_does_not_fit_the_agent(model: Reinforce, published: str, tmp_p
         enjoy_main(["--repo-id", published, "--env", "MountainCar-v0", "--episodes", "1"])
     target = tmp_path / "out" / "never"
     with pytest.raises(ZooError, match=r"does not fit Acrobot-v1"):
-        push_to_hub(model, "Acrobot-v1", "tester/wrong-env", dry_run_dir=target)
+        push_to_hub(model, "Acrobot-v1", "tester/wrong-env", options=PushOptions(dry_run_dir=target))
     assert not (tmp_path / "out").exists()  # nothing half-written, not even the parent folder
     with pytest.raises(ZooError, match=r"n_eval_episodes must be >= 10"):
         push(model, "tester/few", dry_run_dir=target, n_eval_episodes=3)
     with pytest.raises(ZooError, match=r"config is for 'CartPole-v1', not 'Acrobot-v1'"):
-        push_to_hub(model, "Acrobot-v1", "tester/wrong-env", config=run_config(), dry_run_dir=target)
+        push_to_hub(
+            model, "Acrobot-v1", "tester/wrong-env", config=run_config(), options=PushOptions(dry_run_dir=target)
+        )
 
 
 @pytest.mark.parametrize("folder", PACKAGED, ids=lambda p: p.name)

@@ -22,12 +22,13 @@ from zoo.errors import ZooError
 from zoo.hub.card import TEMPLATE_PATH, format_metric, render_card
 from zoo.hub.package import verify_package
 from zoo.hub.pull import HubAgent, choose_env_kwargs, load_from_folder, load_from_hub
-from zoo.hub.push import PushResult, package_agent, push_folder, push_run, push_to_hub
+from zoo.hub.push import PushOptions, PushResult, package_agent, push_folder, push_run, push_to_hub
 from zoo.hub.video import record_replay
 
 __all__ = [
     "TEMPLATE_PATH",
     "HubAgent",
+    "PushOptions",
     "PushResult",
     "ZooError",
     "choose_env_kwargs",

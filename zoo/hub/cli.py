@@ -10,49 +10,42 @@ from pathlib import Path
 from zoo.agent_format import CONFIG_JSON, read_config
 from zoo.bounds import check_seed
 from zoo.checks import shown
-from zoo.errors import ZooError, first_line
+from zoo.errors import ZooError, first_line, in_words_of
 from zoo.hub import client
 from zoo.hub.card import format_metric, human_size, render_card
 from zoo.hub.layout import repo_name
 from zoo.hub.package import verify_package
 from zoo.hub.pull import choose_env_kwargs, load_from_folder, load_from_hub
-from zoo.hub.push import push_folder, push_run
+from zoo.hub.push import PushOptions, push_folder, push_run
 from zoo.parsers import HUB_CARDS_DIR, enjoy_parser, push_all_parser, push_parser
 
-# push's options that go to push_to_hub under their own name
-PUSH_OPTIONS = ("private", "commit_message", "n_eval_episodes", "video_length", "eval_seed", "force", "timeout")
-# The library's messages name its parameters; the commands' name the flags that set them.
-FLAG_NAMES = (
-    ("dry_run_dir ", "--dry-run "),
-    ("force=True", "--force"),
-    ("private=True", "--private"),
-    ("a larger timeout", "a larger --timeout"),
-    ("timeout must be", "--timeout must be"),
-    ("n_eval_episodes must be", "--n-eval-episodes must be"),
-    ("device must be", "--device must be"),
-    ("package it with package_agent", "package it with zoo push --dry-run"),
-)
-
-
-def in_flags(message: str) -> str:
-    """``message`` of the library, with its parameter names replaced by the flags of the commands."""
-    for name, flag in FLAG_NAMES:
-        message = message.replace(name, flag)
-    return message
+# The library's messages name its parameters (zoo.errors.Parameter); each command names the flags that set them.
+# The library's way to package an agent is, on the command line, a dry run of push.
+PACKAGE = {"package_agent": "zoo push --dry-run"}
+PUSH_FLAGS = {
+    "dry_run_dir": "--dry-run",
+    "force": "--force",
+    "private": "--private",
+    "timeout": "--timeout",
+    "n_eval_episodes": "--n-eval-episodes",
+    **PACKAGE,
+}
+ENJOY_FLAGS = {"timeout": "--timeout", "device": "--device", **PACKAGE}
+PUSH_ALL_FLAGS = {"private": "--private", "timeout": "--timeout", **PACKAGE}
 
 
 @contextlib.contextmanager
-def _flag_names() -> Iterator[None]:
-    """A ZooError of the library, raised again in the commands' words (:func:`in_flags`)."""
+def _flag_names(flags: dict[str, str]) -> Iterator[None]:
+    """A ZooError of the library, raised again in a command's words: its parameters named by ``flags``."""
     try:
         yield
     except ZooError as error:
-        raise ZooError(in_flags(str(error))) from None
+        raise ZooError(in_words_of(flags, error)) from None
 
 
-def _print_warnings(warnings: list[str]) -> None:
+def _print_warnings(warnings: list[str], flags: dict[str, str]) -> None:
     for message in warnings:
-        print(f"warning: {in_flags(message)}", file=sys.stderr)
+        print(f"warning: {in_words_of(flags, message)}", file=sys.stderr)
 
 
 def _describe_files(files: dict[str, int]) -> str:
@@ -65,12 +58,20 @@ def push_main(argv: list[str]) -> int:
     check_seed(args.eval_seed, "--eval-seed")
     if args.force and args.dry_run is None:
         raise ZooError("--force only applies to --dry-run DIR")
-    options = {name: getattr(args, name) for name in PUSH_OPTIONS}
-    with _flag_names():
-        result = push_run(
-            args.model, args.env, args.repo_id, dry_run_dir=args.dry_run, record_video=not args.no_video, **options
-        )
-    _print_warnings(result.warnings)
+    options = PushOptions(
+        private=args.private,
+        commit_message=args.commit_message,
+        dry_run_dir=None if args.dry_run is None else Path(args.dry_run),
+        force=args.force,
+        n_eval_episodes=args.n_eval_episodes,
+        eval_seed=args.eval_seed,
+        record_video=not args.no_video,
+        video_length=args.video_length,
+        timeout=args.timeout,
+    )
+    with _flag_names(PUSH_FLAGS):
+        result = push_run(args.model, args.env, args.repo_id, options)
+    _print_warnings(result.warnings, PUSH_FLAGS)
     metric = format_metric(result.results["mean_reward"], result.results["std_reward"])
     if result.folder is not None:
         print(
@@ -94,7 +95,7 @@ def enjoy_main(argv: list[str]) -> int:
     check_seed(args.seed, "--seed")
     if args.folder is not None and args.revision is not None:
         raise ZooError("--revision applies to --repo-id only; a --folder is read as it is")
-    with _flag_names():
+    with _flag_names(ENJOY_FLAGS):
         if args.folder is not None:
             agent = load_from_folder(args.folder, allow_pickle=args.allow_pickle, device=args.device)
         else:
@@ -160,10 +161,10 @@ def push_all_main(argv: list[str]) -> int:
             result = push_folder(
                 folder, repo_id, private=args.private, commit_message=args.commit_message, timeout=args.timeout
             )
-            _print_warnings(result.warnings)
+            _print_warnings(result.warnings, PUSH_ALL_FLAGS)
             print(f"pushed {folder} to {result.url} at commit {result.commit}")
         except Exception as error:  # one bad folder is reported, and the others are still pushed
-            message = in_flags(str(error)) if isinstance(error, ZooError) else first_line(error)
+            message = in_words_of(PUSH_ALL_FLAGS, error) if isinstance(error, ZooError) else first_line(error)
             print(f"error: {folder}: {message}", file=sys.stderr)
             failures.append(folder.name)
     if failures:

@@ -55,7 +55,7 @@ from huggingface_hub.errors import (
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
 from zoo.checks import is_number, read_json, shown
-from zoo.errors import ZooError, first_line
+from zoo.errors import Message, Parameter, ZooError, first_line
 from zoo.hub.layout import MANIFEST_FILE, parse_manifest
 from zoo.parsers import HUB_TIMEOUT_S
 
@@ -72,6 +72,8 @@ TRANSIENT_STATUS = {408, 429, 500, 502, 503, 504}
 # huggingface_hub's own 10 s a request. The limit is between two reads or writes, not on a whole transfer, so a
 # slow but working Hub only needs to answer within it; a caller's ``timeout`` raises it.
 DEFAULT_TIMEOUT_S = HUB_TIMEOUT_S
+TIMEOUT = Parameter("timeout")
+PRIVATE = Parameter("private", "private=True")
 
 # The errors of a request that got no answer: the transport's (httpx2, the library of the client that
 # huggingface_hub's client factory returns) and the operating system's network errors. The first tuple is retried,
@@ -94,7 +96,7 @@ def check_timeout(timeout: float | None) -> float:
     """``timeout`` (seconds, > 0 and finite), or :data:`DEFAULT_TIMEOUT_S` when None."""
     value = DEFAULT_TIMEOUT_S if timeout is None else timeout
     if not (is_number(value) and value > 0):
-        raise ZooError(f"timeout must be a number of seconds > 0, got {shown(timeout)}")
+        raise ZooError(TIMEOUT, f" must be a number of seconds > 0, got {shown(timeout)}")
     return float(value)
 
 
@@ -201,12 +203,7 @@ def retrying(action: Callable[[], T], what: str) -> T:
             if attempt == RETRY_ATTEMPTS or not _is_transient(error):
                 raise
             logger.warning(
-                "%s: %s (attempt %d of %d); retrying in %.2g s",
-                what,
-                first_line(error),
-                attempt,
-                RETRY_ATTEMPTS,
-                delay,
+                "%s: %s (attempt %d of %d); retrying in %.2g s", what, first_line(error), attempt, RETRY_ATTEMPTS, delay
             )
             time.sleep(delay)
             delay *= 2
@@ -237,10 +234,8 @@ def hub_errors(
                 yield
         except Exception as error:
             if _timed_out(error) and not isinstance(error, (ZooError, OfflineModeIsEnabled)):
-                raise ZooError(
-                    f"{what}: the Hub at {hub} did not answer within {timeout:g} s, {RETRY_ATTEMPTS} times; "
-                    "try again later, or allow more time (a larger timeout)"
-                ) from None
+                late = f"{what}: the Hub at {hub} did not answer within {timeout:g} s, {RETRY_ATTEMPTS} times"
+                raise ZooError(late, "; try again later, or allow more time (a larger ", TIMEOUT, ")") from None
             raise
     except ZooError:
         raise
@@ -358,7 +353,8 @@ def commit_folder(
         assert info.sha is not None
         existing = [sibling.rfilename for sibling in info.siblings or []]
         if private and info.private is False and not any("public" in w for w in warnings):
-            warnings.append(f"{repo_id} already exists and is public; private=True does not change an existing repo")
+            kept = " does not change an existing repo"
+            warnings.append(Message(f"{repo_id} already exists and is public; ", PRIVATE, kept))
         owned = _owned_files(api, repo_id, info.sha, existing)
         others = sorted(path for path in existing if path not in names and path != ".gitattributes")
         if owned is None and others and not any("left in place" in w for w in warnings):

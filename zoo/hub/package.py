@@ -29,7 +29,7 @@ from zoo.agent_format import (
 from zoo.algos import algo_name, hyperparams_from_model, policy_alias
 from zoo.checks import check_digest, read_json, sha256_file, shown
 from zoo.config import RunConfig
-from zoo.errors import ZooError, first_line
+from zoo.errors import Parameter, ZooError, first_line
 from zoo.evaluate import evaluate_episodes
 from zoo.factories import make_eval_env
 from zoo.hub.card import render_card
@@ -52,15 +52,12 @@ logger = logging.getLogger(__name__)
 
 
 def run_config_of(
-    config: RunConfig | dict[str, Any] | None, model: BaseAlgorithm, env_id: str, stats: VecNormalizeStats | None
+    config: RunConfig | None, model: BaseAlgorithm, env_id: str, stats: VecNormalizeStats | None
 ) -> tuple[RunConfig, int | None]:
-    """The run's configuration and seed from what a caller of ``push_to_hub`` gave: a RunConfig (the seed is the
-    model's), config.yml data (validated; its seed), or None (synthesized from the model)."""
-    if isinstance(config, RunConfig):
-        run, seed = config, model.seed
-    elif isinstance(config, dict):
-        run, seed = RunConfig.from_data(config), config.get("seed")
-    elif config is None:
+    """The run's configuration and seed from what a caller of ``push_to_hub`` gave: a RunConfig, or None
+    (synthesized from the model); the seed is the model's."""
+    run = config
+    if run is None:
         run = RunConfig(
             algo=algo_name(model),
             env_id=env_id,
@@ -71,14 +68,11 @@ def run_config_of(
             env_kwargs={},
             hyperparams=hyperparams_from_model(model),
         )
-        seed = model.seed
-    else:
-        raise ZooError(f"config must be a RunConfig, a config.yml mapping or None, got {type(config).__name__}")
     if run.env_id != env_id:
         raise ZooError(f"the agent's config is for {shown(run.env_id)}, not {shown(env_id)}")
     if run.algo != algo_name(model):
         raise ZooError(f"the agent's config is for {shown(run.algo)}, the model is {shown(algo_name(model))}")
-    return run, seed
+    return run, model.seed
 
 
 def _check_round_trip(folder: Path, model: BaseAlgorithm) -> None:
@@ -216,7 +210,11 @@ def verify_package(folder: Path) -> tuple[dict[str, Any], list[str]]:
     """Check a packaged folder (its manifest, every file it lists with its size and hash, the weights loadable);
     return its config.json and the files of the package: the ones its manifest lists, nothing else of the folder."""
     if not (folder / MANIFEST_FILE).is_file():
-        raise ZooError(f"{folder} is not an agent package: it has no {MANIFEST_FILE} (package it with package_agent)")
+        raise ZooError(
+            f"{folder} is not an agent package: it has no {MANIFEST_FILE} (package it with ",
+            Parameter("package_agent"),
+            ")",
+        )
     manifest = parse_manifest(read_json(folder / MANIFEST_FILE), str(folder / MANIFEST_FILE))
     for name in manifest:
         if (folder / name).is_symlink():

@@ -42,7 +42,7 @@ from zoo.agent_format import (
 )
 from zoo.algos import ALGOS
 from zoo.checks import MAX_JSON_BYTES, read_json, shown
-from zoo.errors import ZooError, first_line
+from zoo.errors import Parameter, ZooError, first_line
 from zoo.evaluate import DEFAULT_EVAL_SEED, evaluate_episodes
 from zoo.factories import make_eval_env
 from zoo.hub import client
@@ -167,7 +167,8 @@ def check_device(device: th.device | str) -> th.device | str:
         th.device(device)
     except (RuntimeError, TypeError):
         raise ZooError(
-            f"device must be 'auto', 'cpu', 'cuda', 'cuda:N' or another torch device type, got {shown(device)}"
+            Parameter("device"),
+            f" must be 'auto', 'cpu', 'cuda', 'cuda:N' or another torch device type, got {shown(device)}",
         ) from None
     return device
 

@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.vec_env import VecNormalize
 
 from zoo.agent_format import read_config
 from zoo.algos import algo_name
 from zoo.checks import read_json
 from zoo.config import RunConfig
-from zoo.errors import ZooError
+from zoo.errors import Parameter, ZooError
 from zoo.evaluate import DEFAULT_EVAL_SEED
 from zoo.folders import move_into_place, staging, write_atomically
 from zoo.hub import client
@@ -44,9 +43,48 @@ from zoo.parsers import MIN_EVAL_EPISODES
 from zoo.runs import RESULT_FILE, Run, load_run
 
 PLACEHOLDER_ORG = "ORG"
+DRY_RUN_DIR = Parameter("dry_run_dir")
 STAGING_PREFIX = "zoo-hub-"
 # A benchmark run's folder, as zoo.measure.Task names it; seed<k>.partial is a run still training.
 SEED_FOLDER = re.compile(r"seed[0-9]+")
+
+
+@dataclass(frozen=True)
+class PushOptions:
+    """How an agent is evaluated, packaged and published by :func:`push_to_hub` (and :func:`push_run`).
+
+    :param private: create the repository private (an existing one keeps its visibility, with a warning).
+    :param commit_message: the commit's message; None: the agent and its mean reward.
+    :param dry_run_dir: write the folder that would be uploaded there instead, and touch no network: a new or
+        empty folder, a non-empty one only with ``force`` (see the module doc), never the model's run folder or a
+        folder inside or around it.
+    :param force: let a dry run write into a non-empty ``dry_run_dir``.
+    :param n_eval_episodes: deterministic evaluation episodes (at least :data:`~zoo.parsers.MIN_EVAL_EPISODES`).
+    :param eval_seed: the seed of the evaluation env.
+    :param record_video: record ``replay.mp4`` (a failure only costs the video, with a warning).
+    :param video_length: most frames in ``replay.mp4``; None: 1,000, or 200 for MuJoCo envs (rendered in software).
+    :param token: the Hub token; None: ``HF_TOKEN`` or ``hf auth login``'s.
+    :param endpoint: the Hub's URL; None: ``HF_ENDPOINT`` or huggingface.co.
+    :param template_path: the model card's template; None: the zoo's.
+    :param timeout: seconds each request may wait for the Hub; None: :data:`zoo.hub.client.DEFAULT_TIMEOUT_S`.
+    """
+
+    private: bool = False
+    commit_message: str | None = None
+    dry_run_dir: Path | None = None
+    force: bool = False
+    n_eval_episodes: int = MIN_EVAL_EPISODES
+    eval_seed: int = DEFAULT_EVAL_SEED
+    record_video: bool = True
+    video_length: int | None = None
+    token: str | None = None
+    endpoint: str | None = None
+    template_path: Path | None = None
+    timeout: float | None = None
+
+
+# A push with every option at its default.
+DEFAULT_PUSH = PushOptions()
 
 
 @dataclass
@@ -71,15 +109,19 @@ def _dry_run_target(target: Path, *, force: bool, protected: Path | None) -> Pat
         run_dir = protected.resolve()
         if resolved == run_dir or run_dir in resolved.parents or resolved in run_dir.parents:
             raise ZooError(
-                f"dry_run_dir {target}: that is, or is inside or around, the run folder {protected} of the model; "
-                "choose a folder of its own"
+                DRY_RUN_DIR,
+                f" {target}: that is, or is inside or around, the run folder {protected} of the model; "
+                "choose a folder of its own",
             )
     if resolved.exists() and not resolved.is_dir():
-        raise ZooError(f"dry_run_dir {target} exists and is not a folder")
+        raise ZooError(DRY_RUN_DIR, f" {target} exists and is not a folder")
     if resolved.is_dir() and any(resolved.iterdir()) and not force:
         raise ZooError(
-            f"dry_run_dir {target} is not empty; choose a new or empty folder, or pass force=True to write into it "
-            f"(replacing only the files it writes and those an earlier dry run listed in its {MANIFEST_FILE})"
+            DRY_RUN_DIR,
+            f" {target} is not empty; choose a new or empty folder, or pass ",
+            Parameter("force", "force=True"),
+            " to write into it (replacing only the files it writes and those an earlier dry run listed in its "
+            f"{MANIFEST_FILE})",
         )
     return resolved
 
@@ -150,52 +192,41 @@ def push_to_hub(
     env_id: str,
     repo_id: str,
     *,
-    config: RunConfig | dict[str, Any] | None = None,
-    vec_normalize: VecNormalize | VecNormalizeStats | None = None,
-    private: bool = False,
-    commit_message: str | None = None,
-    dry_run_dir: str | Path | None = None,
-    n_eval_episodes: int = MIN_EVAL_EPISODES,
-    token: str | None = None,
+    options: PushOptions = DEFAULT_PUSH,
+    config: RunConfig | None = None,
+    vec_normalize: VecNormalizeStats | None = None,
     env_kwargs: dict[str, Any] | None = None,
     train_command: str | None = None,
-    record_video: bool = True,
-    video_length: int | None = None,
-    eval_seed: int = DEFAULT_EVAL_SEED,
-    endpoint: str | None = None,
-    template_path: Path | None = None,
-    force: bool = False,
-    timeout: float | None = None,
     run_dir: Path | None = None,
     benchmark: dict[str, Any] | None = None,
 ) -> PushResult:
     """Evaluate ``model`` on ``env_id``, package it (:mod:`zoo.hub.layout`) and upload it to ``repo_id`` in one
-    commit; with ``dry_run_dir``, write the folder that would be uploaded there instead and touch no network.
+    commit, as ``options`` say; with ``options.dry_run_dir``, write the folder that would be uploaded there
+    instead and touch no network.
 
-    :param dry_run_dir: a new or empty folder; a non-empty one only with ``force`` (see the module doc), never
-        ``run_dir`` (the model's run folder) or a folder inside or around it.
-    :param timeout: seconds each request may wait for the Hub (:data:`zoo.hub.client.DEFAULT_TIMEOUT_S`).
-
-    :param config: the run's configuration (a :class:`RunConfig` or config.yml data), written as config.yml and
-        used for env_kwargs, the seed and the normalization check; synthesized from the model when None.
-    :param vec_normalize: the training VecNormalize (or its statistics) when the agent normalizes.
+    :param config: the run's configuration, written as config.yml and used for env_kwargs and the normalization
+        check (the seed is the model's); synthesized from the model when None.
+    :param vec_normalize: the training VecNormalize's statistics (:meth:`VecNormalizeStats.from_vec_normalize`)
+        when the agent normalizes.
+    :param env_kwargs: the env's keyword arguments, when not the config's.
     :param train_command: the exact ``python -m zoo train ...`` command (command.txt); rebuilt when None.
-    :param record_video: record ``replay.mp4`` (a failure only costs the video, with a warning).
-    :param video_length: most frames in ``replay.mp4``; None: 1,000, or 200 for MuJoCo envs (rendered in software).
+    :param run_dir: the model's run folder, which a dry run never writes into or around.
     :param benchmark: the ``zoo benchmark`` seeds the model is one of (:func:`benchmark_of`), kept in results.json
         and shown on the card.
     """
     client.check_repo_id(repo_id)
-    seconds = client.check_timeout(timeout)
+    seconds = client.check_timeout(options.timeout)
     target = None
-    if dry_run_dir is not None:
-        target = _dry_run_target(Path(dry_run_dir), force=force, protected=run_dir)
-    hub = client.endpoint(endpoint)
-    token = None if target is not None else client.login(token, hub, f"push to {repo_id}", seconds)
-    if n_eval_episodes < MIN_EVAL_EPISODES:
-        raise ZooError(f"n_eval_episodes must be >= {MIN_EVAL_EPISODES} for a published result, got {n_eval_episodes}")
-    stats = VecNormalizeStats.of(vec_normalize)
-    run, seed = run_config_of(config, model, env_id, stats)
+    if options.dry_run_dir is not None:
+        target = _dry_run_target(options.dry_run_dir, force=options.force, protected=run_dir)
+    hub = client.endpoint(options.endpoint)
+    token = None if target is not None else client.login(options.token, hub, f"push to {repo_id}", seconds)
+    if options.n_eval_episodes < MIN_EVAL_EPISODES:
+        raise ZooError(
+            Parameter("n_eval_episodes"),
+            f" must be >= {MIN_EVAL_EPISODES} for a published result, got {options.n_eval_episodes}",
+        )
+    run, seed = run_config_of(config, model, env_id, vec_normalize)
     with staging(STAGING_PREFIX) as folder:
         warnings = build_package(
             folder,
@@ -203,14 +234,14 @@ def push_to_hub(
             repo_id,
             config=run,
             seed=seed,
-            stats=stats,
+            stats=vec_normalize,
             env_kwargs=env_kwargs,
-            n_eval_episodes=n_eval_episodes,
-            eval_seed=eval_seed,
+            n_eval_episodes=options.n_eval_episodes,
+            eval_seed=options.eval_seed,
             train_command=train_command,
-            record_video=record_video,
-            video_length=video_length,
-            template_path=template_path,
+            record_video=options.record_video,
+            video_length=options.video_length,
+            template_path=options.template_path,
             benchmark=benchmark,
         )
         return _deliver(
@@ -219,8 +250,8 @@ def push_to_hub(
             hub=hub,
             token=token,
             target=target,
-            private=private,
-            commit_message=commit_message,
+            private=options.private,
+            commit_message=options.commit_message,
             warnings=warnings,
             timeout=seconds,
         )
@@ -286,7 +317,7 @@ def benchmark_of(run: Run) -> tuple[dict[str, Any] | None, list[str]]:
     return {"seed": record["seed"], "scores": scores}, []
 
 
-def push_run(path: str | Path, env_id: str, repo_id: str | None, **options: Any) -> PushResult:
+def push_run(path: str | Path, env_id: str, repo_id: str | None, options: PushOptions = DEFAULT_PUSH) -> PushResult:
     """:func:`push_to_hub` for a model written by ``zoo train`` (the zip or its run folder), with what its run
     folder holds: config.yml, vec_normalize.json and command.txt, and, for a ``zoo benchmark`` run, the scores of
     its seeds (:func:`benchmark_of`). ``repo_id`` None: ``ORG/<algo>-<env>``."""
@@ -297,12 +328,12 @@ def push_run(path: str | Path, env_id: str, repo_id: str | None, **options: Any)
         run.model,
         env_id,
         name,
+        options=options,
         config=run.config,
         vec_normalize=run.stats,
         train_command=run.command,
         run_dir=run.model_path.parent,
         benchmark=benchmark,
-        **options,
     )
     result.warnings[:0] = warnings
     return result
@@ -324,14 +355,12 @@ def package_agent(
 
     The card names ``repo_id``, by default ``ORG/<algo>-<env>``; ``push-all`` renders it again for the real org.
     """
-    return push_run(
-        run_dir_or_model_path,
-        env_id,
-        repo_id,
-        dry_run_dir=out_dir,
+    options = PushOptions(
+        dry_run_dir=Path(out_dir),
+        force=force,
         n_eval_episodes=n_eval_episodes,
+        eval_seed=eval_seed,
         record_video=record_video,
         video_length=video_length,
-        eval_seed=eval_seed,
-        force=force,
     )
+    return push_run(run_dir_or_model_path, env_id, repo_id, options)

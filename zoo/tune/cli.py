@@ -16,7 +16,6 @@ import math
 import shlex
 import sys
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from zoo.config import get_config
 from zoo.errors import ZooError
 from zoo.factories import check_env_id
 from zoo.folders import check_file_path, check_folder_path, make_folder, write_atomically
-from zoo.parsers import TUNE_EXPORT_FILE, TUNE_SUBCOMMANDS, check_budget_flag, parse_overrides, tune_parser
+from zoo.parsers import TUNE_EXPORT_FILE, check_budget_flag, parse_overrides, parse_tune
 from zoo.runs import env_slug
 from zoo.tune.objective import INTERRUPTED, OVERRIDES_ATTR, SETUP_ATTR, Setup
 from zoo.tune.orphans import FAIL_REASON_ATTR
@@ -48,48 +47,45 @@ from zoo.tune.workers import (
 )
 from zoo.yaml_data import safe_yaml, yaml_numbers
 
-
-def parse(argv: list[str]) -> argparse.Namespace:
-    """``[run|report|export] OPTIONS``; the deprecated ``--report`` / ``--export`` flags still read the study."""
-    command = argv[0] if argv and argv[0] in TUNE_SUBCOMMANDS else None
-    args = tune_parser(command).parse_args(argv[1:] if command else argv)
-    if command is None and (args.report or args.export is not None):
-        warnings.warn(
-            "--report and --export are deprecated and go in the next release: use `python -m zoo tune report` "
-            "and `python -m zoo tune export [PATH]`",
-            FutureWarning,
-            stacklevel=2,
-        )
-    return args
-
-
 # A study's name is a folder name too (and a column of Optuna's RDB schema): bounded well under both limits.
 MAX_STUDY_NAME = 128
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = parse(argv)
+    args = parse_tune(argv)
     check_env_id(args.env)
+    if args.command == "run":
+        check_run_options(args)
+    study_name = checked_study_name(args.study or f"{args.algo}-{env_slug(args.env)}")
+    folder = study_folder(check_folder_path(args.log_folder, "--log-folder"), study_name)
+    if args.command == "run":
+        return run(args, argv, study_name, folder)
+    export_path = None
+    if args.command == "export":
+        # The study's own best.yml is the zoo's file, beside its plots; a PATH the user names may be theirs.
+        own = args.path is None
+        export_path = check_export_path(folder / TUNE_EXPORT_FILE if own else Path(args.path), own or args.force)
+    spec = StorageSpec.parse(args.storage, folder, None, None)
+    check_study_exists(study_name, spec)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    return read_study(study_name, spec, folder, args.command == "report", export_path)
+
+
+def check_run_options(args: argparse.Namespace) -> None:
+    """A ZooError naming the first of ``tune run``'s numbers out of its range."""
     for name in ("trials", "jobs", "seeds"):
         if getattr(args, name) < 1:
             raise ZooError(f"--{name} must be >= 1, got {getattr(args, name)}")
     check_budget_flag(args.n_timesteps)
     if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout >= 0):
         raise ZooError(f"--timeout must be a number of seconds >= 0, got {args.timeout}")
-    study_name = checked_study_name(args.study or f"{args.algo}-{env_slug(args.env)}")
-    folder = study_folder(check_folder_path(args.log_folder, "--log-folder"), study_name)
-    export_path = None
-    if args.export is not None:
-        # The study's own best.yml is the zoo's file, beside its plots; a PATH the user names may be theirs.
-        own = not args.export
-        export_path = check_export_path(folder / TUNE_EXPORT_FILE if own else Path(args.export), own or args.force)
+
+
+def run(args: argparse.Namespace, argv: list[str], study_name: str, folder: Path) -> int:
+    """``tune run``: trials of the study until it has ``--trials`` done, on ``--jobs`` processes here; 130 if
+    interrupted, 1 if it stopped short."""
     spec = StorageSpec.parse(args.storage, folder, args.heartbeat_interval, args.grace_period)
-    reading = args.report or args.export is not None
-    if reading:
-        check_study_exists(study_name, spec)
-        optuna.logging.set_verbosity(optuna.logging.ERROR)
-        return read_study(study_name, spec, folder, args.report, export_path)
     # Every input is checked before the storage is opened (or its folder created).
     setup = run_setup(args)
     enqueued = [parse_enqueued(setup, text) for text in args.enqueue]
@@ -176,8 +172,10 @@ def finish(study: optuna.Study, args: argparse.Namespace, spec: StorageSpec, sta
     print(f"{summary(study)} ({minutes:.1f} min)")
     print(best_line(study))
     study_args = ["--env", args.env, "--study", study.study_name, *storage_args(args, spec)]
-    again = {command: shlex.join(["python", "-m", "zoo", "tune", command, *study_args]) for command in TUNE_SUBCOMMANDS}
-    print(f"report and plots: {again['report']}\nbest as a zoo entry: {again['export']}")
+    report, best = (
+        shlex.join(["python", "-m", "zoo", "tune", command, *study_args]) for command in ("report", "export")
+    )
+    print(f"report and plots: {report}\nbest as a zoo entry: {best}")
     if counts.done < args.trials:
         print(f"stopped with {counts.done} of {args.trials} trials done; rerun the same command to go on")
         return 1
@@ -187,12 +185,12 @@ def finish(study: optuna.Study, args: argparse.Namespace, spec: StorageSpec, sta
 def check_export_path(path: Path, replace: bool) -> Path:
     """``path`` if the exported entry may be written there: a new file, or a regular file that ``replace`` allows
     to replace. A link, a device or a pipe is refused: the entry, renamed into place, would replace it."""
-    check_file_path(path, "--export")
+    check_file_path(path, "tune export")
     if path.is_symlink() or (path.exists() and not path.is_file()):
-        raise ZooError(f"--export {path} is not a regular file (a link, a device, a pipe): name a file")
+        raise ZooError(f"tune export {path} is not a regular file (a link, a device, a pipe): name a file")
     if path.exists() and not replace:
         raise ZooError(
-            f"--export {path} exists, and an export is one entry, not a whole hyperparameter file: "
+            f"tune export {path} exists, and an export is one entry, not a whole hyperparameter file: "
             f"`python -m zoo tune export {shlex.quote(str(path))} --force` replaces it"
         )
     return path
@@ -225,7 +223,7 @@ def read_study(study_name: str, spec: StorageSpec, folder: Path, report: bool, e
                 print(line)
         if export_path is not None:
             text = export(study)
-            make_folder(export_path.parent, "the folder of --export")
+            make_folder(export_path.parent, "the folder of tune export's PATH")
             write_atomically(export_path, lambda path: path.write_text(text, encoding="utf-8"), "exported entry")
             print(text, end="")
             print(f"wrote {export_path}")
