@@ -3,7 +3,8 @@ fit costs, against how the critic is fitted each update: ``vf_n_epochs`` passes 
 (``80``) or in minibatches of ``vf_batch_size`` steps (``2x64``); ``0`` is the joint one-step update of A2C.
 
 Each run trains the zoo's entry for the env with only the fit changed, or with ``--defaults`` the constructor's
-defaults (``Reinforce("MlpPolicy", env)`` on a DummyVecEnv of 8 envs, ``--steps`` env steps), logging every
+defaults with the fitted critic (``Reinforce("MlpPolicy", env, baseline="value")``: the default baseline, "loo", has
+no critic) on a DummyVecEnv of 8 envs, ``--steps`` env steps, logging every
 update's ``train/explained_variance`` (the critic that made the advantages) and
 ``train/explained_variance_after_fit``. Reported per (env, fit, seed): the mean explained variance over the second
 half of training, before and after the fit, the final score (20 deterministic episodes), and the training
@@ -61,7 +62,8 @@ def fit_name(fit: tuple[int, int | None]) -> str:
 
 
 def run(env_id: str, fit: tuple[int, int | None], seed: int, defaults_steps: int | None = None) -> dict[str, Any]:
-    """One training run; with ``defaults_steps``, of the constructor's defaults for that many steps."""
+    """One training run; with ``defaults_steps``, of the constructor's defaults with ``baseline="value"`` for that
+    many steps."""
     th.set_num_threads(1)
     epochs, batch = fit
     if defaults_steps is None:
@@ -70,7 +72,7 @@ def run(env_id: str, fit: tuple[int, int | None], seed: int, defaults_steps: int
         model = make_model(config, env, seed)
         budget = config.n_timesteps
     else:
-        model = defaults_model(env_id, seed, vf_n_epochs=epochs, vf_batch_size=batch)
+        model = defaults_model(env_id, seed, baseline="value", vf_n_epochs=epochs, vf_batch_size=batch)
         env = model.get_env()
         assert env is not None, "built with its env"
         eval_env = make_vec_env(env_id, 1, seed=seed + 10_000)
@@ -93,6 +95,7 @@ def run(env_id: str, fit: tuple[int, int | None], seed: int, defaults_steps: int
         "vf_n_epochs": epochs,
         "vf_batch_size": batch,
         "defaults": defaults_steps is not None,
+        "baseline": model.baseline,
         "seed": seed,
         "n_timesteps": model.num_timesteps,
         "mean_reward": float(np.mean(scores)),
@@ -112,13 +115,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env", default="Pendulum-v1")
     parser.add_argument("--fits", "--epochs", type=parse_fit, nargs="+", default=[(0, None), (10, None), (80, None)])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
-    parser.add_argument("--defaults", action="store_true", help="the constructor's defaults, not the zoo entry")
+    parser.add_argument(
+        "--defaults", action="store_true", help="the constructor's defaults with baseline='value', not the zoo entry"
+    )
     parser.add_argument("--steps", type=int, default=200_000, help="budget with --defaults (default: 200,000)")
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
     folder = Path(args.out) / (f"{args.env}_defaults" if args.defaults else args.env)
     subject = (
-        f"the constructor's defaults, {DEFAULTS_N_ENVS} envs, {args.steps:,} steps" if args.defaults else "zoo entry"
+        f"the constructor's defaults with baseline='value', {DEFAULTS_N_ENVS} envs, {args.steps:,} steps"
+        if args.defaults
+        else "zoo entry"
     )
     lines = [
         f"Critic fit ablation on {args.env} ({subject}; only the critic fit changed; explained variance: mean over "

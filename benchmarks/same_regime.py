@@ -51,9 +51,9 @@ def run(algo: str, seed: int, steps: int, learning_rate: float) -> dict[str, Any
             normalize_advantage=True, use_rms_prop=False, policy_kwargs=policy_kwargs, seed=seed,
         )  # fmt: skip
     else:
-        model = Reinforce(
-            "MlpPolicy", env, n_episodes=N_ENVS, gamma=GAMMA, gae_lambda=GAE_LAMBDA, learning_rate=learning_rate,
-            policy_kwargs=policy_kwargs, seed=seed,
+        model = Reinforce(  # the fitted critic: A2C's GAE targets (the default baseline, "loo", has no critic)
+            "MlpPolicy", env, n_episodes=N_ENVS, gamma=GAMMA, baseline="value", gae_lambda=GAE_LAMBDA,
+            learning_rate=learning_rate, policy_kwargs=policy_kwargs, seed=seed,
         )  # fmt: skip
     model.learn(steps)
     env.training, env.norm_reward = False, False

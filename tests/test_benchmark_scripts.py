@@ -126,6 +126,7 @@ def test_critic_fit_measures_the_constructors_defaults(
     assert module.main([*argv, "--out", str(tmp_path)]) == 0
     record = json.loads((tmp_path / "CartPole-v1_defaults" / "epochs1_batch64_seed0.json").read_text())
     assert (record["vf_n_epochs"], record["vf_batch_size"], record["defaults"]) == (1, 64, True)
+    assert record["baseline"] == "value"  # the critic it measures: the default baseline, "loo", has none
     assert record["n_timesteps"] >= 300
     assert record["train_cpu_seconds"] > 0
     assert "| 1 | 64 | 0 |" in capsys.readouterr().out

@@ -41,7 +41,15 @@ def moved(before: dict[str, th.Tensor], model: Reinforce) -> set[str]:
 
 
 def cartpole_model(**kwargs: Any) -> Reinforce:
-    arguments: dict[str, Any] = {"n_episodes": 4, "seed": 0, "device": "cpu", "policy_kwargs": TINY, **kwargs}
+    # The critic's model (not the constructor's default, "loo"); the tests without one pass their baseline.
+    arguments: dict[str, Any] = {
+        "baseline": "value",
+        "n_episodes": 4,
+        "seed": 0,
+        "device": "cpu",
+        "policy_kwargs": TINY,
+        **kwargs,
+    }
     return Reinforce("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2, seed=0), **arguments)
 
 
@@ -138,7 +146,7 @@ def test_the_joint_update_has_one_optimizer_over_every_parameter() -> None:
     assert len(list(model.policy.optimizer.param_groups[0]["params"])) == len(list(model.policy.parameters()))
 
 
-@pytest.mark.parametrize("baseline", ["none", "mean"])
+@pytest.mark.parametrize("baseline", ["none", "mean", "loo"])
 def test_without_a_critic_its_parameters_are_in_no_optimizer_and_never_move(baseline: str) -> None:
     model = cartpole_model(baseline=baseline)
     assert model.vf_optimizer is None
@@ -203,7 +211,9 @@ def test_a_loaded_model_continues_exactly_as_the_uninterrupted_run(
 ) -> None:
     def fresh() -> Reinforce:
         env = make_vec_env(env_id, n_envs=2, seed=123)
-        return Reinforce("MlpPolicy", env, n_episodes=2, seed=7, device="cpu", policy_kwargs=TINY, **kwargs)
+        return Reinforce(
+            "MlpPolicy", env, baseline="value", n_episodes=2, seed=7, device="cpu", policy_kwargs=TINY, **kwargs
+        )
 
     uninterrupted = fresh().learn(1500)
     uninterrupted.learn(1500, reset_num_timesteps=False)

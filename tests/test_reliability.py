@@ -158,9 +158,10 @@ def test_a_schedule_that_turns_bad_raises_before_the_parameters_change(
     def schedule(progress: float) -> float:
         return 1e-3 if progress >= 1.0 else bad  # fine for building the optimizers, bad at the first update
 
+    # With the critic, whose fit reads vf_learning_rate: both rates are in use, and neither optimizer may step.
     model = Reinforce(
-        "MlpPolicy", DummyVecEnv([lambda: ScriptedEnv([3])]), n_episodes=2, device="cpu", policy_kwargs=TINY,
-        **{which: schedule},
+        "MlpPolicy", DummyVecEnv([lambda: ScriptedEnv([3])]), baseline="value", n_episodes=2, device="cpu",
+        policy_kwargs=TINY, **{which: schedule},
     )  # fmt: skip
     before = policy_state(model)
     with pytest.raises(error, match=message):

@@ -124,7 +124,9 @@ SB3_TRAIN_KEYS = {"train/entropy_loss", "train/value_loss", "train/explained_var
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
 @pytest.mark.parametrize("algo", ALGOS)
 def test_the_logger_keys_of_a2c_and_ppo_are_there(algo: type[BaseAlgorithm], env_id: str) -> None:
-    model = make_model(algo, make_vec_env(env_id, n_envs=2, seed=0))
+    # The critic's keys come from a critic: Reinforce's, baseline="value" (the default, "loo", has none).
+    critic = {"baseline": "value"} if algo is Reinforce else {}
+    model = make_model(algo, make_vec_env(env_id, n_envs=2, seed=0), **critic)
     logger = KeyRecorder()
     model.set_logger(logger)
     model.learn(450, log_interval=1)

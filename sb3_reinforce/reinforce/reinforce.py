@@ -57,7 +57,8 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
     :param gamma: Discount factor in [0, 1]; 1 is legitimate for episodic tasks
     :param baseline: What is subtracted from the return ``G_t``: "none" (``A_t = G_t``), "mean" (the batch mean of
         ``G``), "value" (a learned critic, with GAE), "loo" (the other episodes' mean ``G`` at the same step of
-        their episode, unbiased) or "grpo" (GRPO's group-normalized advantage, biased)
+        their episode, unbiased) or "grpo" (GRPO's group-normalized advantage, biased). The default is "loo":
+        critic-free and unbiased, with no critic to fit
     :param group_size: Episodes per same-start group, an integer >= 1 (1: no groups; "loo" and "grpo" then compare
         across the whole batch). ``group_size >= 2`` needs ``baseline`` "loo" or "grpo", an ``n_episodes`` and a
         number of envs that it divides, and an env whose start ``reset(seed=...)`` fixes (checked at each round's
@@ -119,7 +120,7 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         learning_rate: float | Schedule = 1e-3,
         n_episodes: int = 16,
         gamma: float = 0.99,
-        baseline: Baseline = "value",
+        baseline: Baseline = "loo",
         group_size: int = 1,
         gae_lambda: float = 1.0,
         ent_coef: float | Schedule = 0.0,
