@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -63,6 +65,11 @@ def train_remotely(task: Task) -> tuple[dict[str, Any], dict[str, bytes], str]:
     """On a node: train ``task`` in a scratch folder; return its record, its files' bytes, and the node's name."""
     import ray
 
+    # Ray cancels a task by raising KeyboardInterrupt in it through Python's SIGINT handler (_thread.interrupt_main),
+    # which does nothing in a worker that inherited SIGINT ignored: every worker of a node started in the background
+    # (`ray start ... &` in a script). Such a task would train on until its worker is killed, leaving its folder.
+    if threading.current_thread() is threading.main_thread() and not callable(signal.getsignal(signal.SIGINT)):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     # A cancelled task is interrupted (KeyboardInterrupt) where it trains, so the folder goes with it; only a killed
     # worker leaves it, which the driver avoids (see :func:`cancel`).
     with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX, ignore_cleanup_errors=True) as scratch:
@@ -161,6 +168,7 @@ def check_cluster(address: str, where: str, token: tuple[str, str] | None) -> No
             channel.unary_unary(GCS_PROBE)(b"", timeout=CONNECT_TIMEOUT_S, metadata=metadata)
         except grpc.RpcError as error:
             code = error.code()
+            details = " ".join(str(error.details() or "no details").split())
             if code == grpc.StatusCode.UNAUTHENTICATED and token is None:
                 reason = (
                     "asks for a token (it runs with token authentication): set RAY_AUTH_MODE=token, with the "
@@ -173,8 +181,14 @@ def check_cluster(address: str, where: str, token: tuple[str, str] | None) -> No
                     "is a server, but not a Ray head (Ray Client's port, 10001, is not one): give the port of the "
                     "head's ray start --port (6379 by default)"
                 )
-            else:
+            elif code == grpc.StatusCode.DEADLINE_EXCEEDED:
                 reason = f"does not answer as a Ray head within {CONNECT_TIMEOUT_S:.0f} s ({code.name})"
+            elif code == grpc.StatusCode.UNAVAILABLE:
+                # Early, whatever the deadline: gRPC gives up a connection that the server closes, or where it sends
+                # nothing of HTTP/2 within gRPC's own connection timeout (20 s).
+                reason = f"closed the gRPC connection, or never set it up, before any answer ({code.name}: {details})"
+            else:
+                reason = f"does not answer as a Ray head ({code.name}: {details})"
             raise ZooError(f"what listens at {address}{where} {reason}") from None
 
 
