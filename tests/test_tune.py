@@ -126,15 +126,19 @@ def test_the_zoo_space_covers_every_env_and_the_critic(env_id: str) -> None:
 def test_sampled_configurations_build_and_respect_their_conditions() -> None:
     space = load_space("reinforce", "CartPole-v1")
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0), direction="maximize")
-    base = get_config("reinforce", "CartPole-v1", {"n_envs": 2})
+    # 4 envs: the fewest that every same-start group size the space draws (2, 4) divides.
+    base = get_config("reinforce", "CartPole-v1", {"n_envs": 4})
     env = run_vec_env(base, seed=0)
     critic_keys = {"gae_lambda", "vf_update", "vf_n_epochs", "vf_learning_rate", "vf_batch_size"}
-    critics = joint = 0
+    critics = joint = groups = 0
     for _ in range(30):
         trial = study.ask()
         sample = suggest(trial, space)
         config = apply(base, sample)
         hyperparams = config.hyperparams
+        if "group_size" in hyperparams:
+            assert hyperparams["baseline"] in ("loo", "grpo")
+            groups += hyperparams["group_size"] > 1
         if hyperparams["baseline"] != "value":
             assert not critic_keys & set(hyperparams)
         elif hyperparams["vf_update"] == "joint":
@@ -154,6 +158,7 @@ def test_sampled_configurations_build_and_respect_their_conditions() -> None:
         study.tell(trial, 0.0)
     assert critics > 0
     assert joint > 0
+    assert groups > 0
     env.close()
 
 
