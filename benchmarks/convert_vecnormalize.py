@@ -13,16 +13,9 @@ Usage: ``python benchmarks/convert_vecnormalize.py [FOLDER ...]``: every vecnorm
 from __future__ import annotations
 
 import argparse
-import pickle
 from pathlib import Path
 
-from stable_baselines3.common.vec_env import VecNormalize
-
-from zoo.checks import read_json
-from zoo.errors import ZooError
-from zoo.folders import write_atomically
-from zoo.normalization import VecNormalizeStats
-from zoo.runs import PICKLED_VEC_NORMALIZE, VEC_NORMALIZE_JSON, save_stats
+from zoo.runs import PICKLED_VEC_NORMALIZE, VEC_NORMALIZE_JSON, convert_pickled_stats
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -30,15 +23,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 def convert(pickled: Path) -> Path:
     """Write ``vec_normalize.json`` beside ``pickled``, check that it reads back as the same statistics, and delete
     the pickle; return the JSON file."""
-    with pickled.open("rb") as file:
-        vec_normalize = pickle.load(file)  # what VecNormalize.load does, without an env to attach
-    if not isinstance(vec_normalize, VecNormalize):
-        raise ZooError(f"{pickled} holds a {type(vec_normalize).__name__}, not a VecNormalize")
-    target = pickled.with_name(VEC_NORMALIZE_JSON)
-    write_atomically(target, lambda path: save_stats(vec_normalize, path), "statistics")
-    expected = VecNormalizeStats.from_vec_normalize(vec_normalize).to_json()
-    if VecNormalizeStats.from_json(read_json(target)).to_json() != expected:
-        raise ZooError(f"{target} does not read back as the statistics of {pickled}; the pickle is kept")
+    target = convert_pickled_stats(pickled)
     pickled.unlink()
     return target
 

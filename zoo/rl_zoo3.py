@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import functools
 import inspect
-import pickle
 import runpy
 import sys
 from collections.abc import Callable
@@ -44,12 +43,12 @@ from pathlib import Path
 from typing import Any
 
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_reinforce import Reinforce
 from zoo.algos import NAMED_CLASSES, SCHEDULABLE, parse_schedule, resolve
 from zoo.config import ZOO_KEYS, get_config, known_env_ids
-from zoo.errors import ZooError, first_line
+from zoo.errors import ZooError
 from zoo.folders import write_atomically
 from zoo.runs import (
     CONFIG_YML,
@@ -57,6 +56,7 @@ from zoo.runs import (
     RL_ZOO3_ARGS,
     RL_ZOO3_CONVERT_COMMAND,
     VEC_NORMALIZE_JSON,
+    convert_pickled_stats,
     read_run_folder,
     rl_zoo3_params,
     save_stats,
@@ -287,15 +287,7 @@ def convert_stats(run_dir: Path) -> Path:
             f"{run_dir} is not an rl_zoo3 run folder that normalizes: expected <env>/{RL_ZOO3_ARGS} and "
             f"<env>/{PICKLED_VEC_NORMALIZE} in it"
         )
-    pickled = params / PICKLED_VEC_NORMALIZE
-    try:
-        with pickled.open("rb") as file:
-            vec_normalize = pickle.load(file)  # what VecNormalize.load does, without an env to attach
-    except Exception as error:  # pickle raises many kinds for a file that is not one
-        raise ZooError(f"cannot read {pickled} as SB3's VecNormalize pickle ({first_line(error)})") from None
-    if not isinstance(vec_normalize, VecNormalize):
-        raise ZooError(f"{pickled} holds a {type(vec_normalize).__name__}, not a VecNormalize")
-    return write_atomically(params / VEC_NORMALIZE_JSON, lambda path: save_stats(vec_normalize, path), "statistics")
+    return convert_pickled_stats(params / PICKLED_VEC_NORMALIZE)
 
 
 def convert_main(argv: list[str]) -> int:

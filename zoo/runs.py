@@ -14,6 +14,7 @@ statistics as SB3's pickle ``vecnormalize.pkl``, and ``vec_normalize.json`` (:fu
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from zoo.algos import ALGOS
 from zoo.checks import clipped, is_integer, read_json, shown
 from zoo.config import RunConfig
 from zoo.errors import ZooError, first_line
+from zoo.folders import write_atomically
 from zoo.normalization import JSON_FILE as VEC_NORMALIZE_JSON
 from zoo.normalization import VecNormalizeStats
 from zoo.yaml_data import safe_yaml
@@ -94,6 +96,28 @@ class Run:
 def save_stats(vec_normalize: VecNormalize, path: Path) -> None:
     """A run's VecNormalize statistics as ``vec_normalize.json`` (what :func:`load_run` reads back)."""
     write_json(path, VecNormalizeStats.from_vec_normalize(vec_normalize).to_json())
+
+
+def convert_pickled_stats(pickled: Path) -> Path:
+    """Write the statistics of SB3's pickle ``pickled`` as ``vec_normalize.json`` beside it (atomically), check that
+    the file reads back as the same statistics, and return it; the pickle is left for the caller to keep or delete.
+
+    Unpickling runs whatever code the file names: only the two commands that convert a folder the user made call this,
+    never a loader (see :data:`PICKLED_VEC_NORMALIZE`)."""
+    try:
+        with pickled.open("rb") as file:
+            vec_normalize = pickle.load(file)  # what VecNormalize.load does, without an env to attach
+    except Exception as error:  # pickle raises many kinds for a file that is not one
+        raise ZooError(f"cannot read {pickled} as SB3's VecNormalize pickle ({first_line(error)})") from None
+    if not isinstance(vec_normalize, VecNormalize):
+        raise ZooError(f"{pickled} holds a {type(vec_normalize).__name__}, not a VecNormalize")
+    target = write_atomically(
+        pickled.with_name(VEC_NORMALIZE_JSON), lambda path: save_stats(vec_normalize, path), "statistics"
+    )
+    expected = VecNormalizeStats.from_vec_normalize(vec_normalize).to_json()
+    if VecNormalizeStats.from_json(read_json(target)).to_json() != expected:
+        raise ZooError(f"{target} does not read back as the statistics of {pickled}")
+    return target
 
 
 def load_run(path: str | Path, env_id: str) -> Run:
