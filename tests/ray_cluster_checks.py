@@ -137,11 +137,12 @@ def driver_for_ctrl_c(setup: str, argv: list[str], env: dict[str, str] | None = 
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
 
 
-def exit_after_ctrl_c(driver: subprocess.Popen[str]) -> str:
-    """Press Ctrl-C on ``driver`` and return its stderr once it has exited with status 130. Its interrupt path takes
-    seconds (at most :data:`~zoo.ray_backend.CANCEL_GRACE_S` for cancelled tasks, then Ray's shutdown): still going
-    after :data:`HANG_S`, it hangs, and the failure shows where."""
-    driver.send_signal(signal.SIGINT)
+def exit_after_ctrl_c(driver: subprocess.Popen[str], signum: int = signal.SIGINT) -> str:
+    """Press Ctrl-C on ``driver`` (or send it ``signum``: SIGTERM, a scheduler's preemption, is handled as Ctrl-C)
+    and return its stderr once it has exited with status 130. Its interrupt path takes seconds (at most
+    :data:`~zoo.ray_backend.CANCEL_GRACE_S` for cancelled tasks, then Ray's shutdown): still going after
+    :data:`HANG_S`, it hangs, and the failure shows where."""
+    driver.send_signal(signum)
     try:
         _, err = driver.communicate(timeout=HANG_S)
     except subprocess.TimeoutExpired:
@@ -395,7 +396,10 @@ def test_ctrl_c_cancels_the_tasks_and_keeps_the_finished_runs(
     assert len(scores(tmp_path)) == 4
 
 
-def test_ctrl_c_on_the_driver_stops_its_tasks_and_leaves_no_scratch(cluster: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "kill"])
+def test_ctrl_c_on_the_driver_stops_its_tasks_and_leaves_no_scratch(cluster: Any, tmp_path: Path, signum: int) -> None:
+    # SIGTERM (`kill`, a scheduler's preemption) by default ends the driver alone: its tasks would train on, their
+    # scratch folders left on the nodes, to results nobody collects.
     driver = driver_for_ctrl_c("", [*LONG, "--out", str(tmp_path), "--ray", cluster.address])
     try:
         # The event: both tasks train, each in its scratch folder on its node (runs of minutes, far from done).
@@ -404,7 +408,7 @@ def test_ctrl_c_on_the_driver_stops_its_tasks_and_leaves_no_scratch(cluster: Any
                 assert driver.poll() is None, f"the driver ended before its tasks started: {driver.communicate()[1]}"
                 time.sleep(0.2)
         # The tasks are asked to stop, and their workers killed after CANCEL_GRACE_S at most: then the driver exits.
-        exit_after_ctrl_c(driver)
+        exit_after_ctrl_c(driver, signum)
     finally:
         driver.kill()
     assert scratch_folders() == []

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 CHECKS = Path(__file__).with_name("ray_cluster_checks.py")
-N_CHECKS = 11
+N_CHECKS = 12
 
 
 def test_the_benchmark_on_a_two_node_ray_cluster_in_a_private_network() -> None:

@@ -25,18 +25,14 @@ of each baseline, and their intervals (``zoo.statistics``).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import multiprocessing
 import os
 import shlex
 import shutil
-import signal
 import sys
 import tempfile
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from zoo.algos import ALGOS
@@ -55,6 +51,7 @@ from zoo.config import config_difference, known_env_ids, load_file
 from zoo.errors import ZooError
 from zoo.factories import check_env_id
 from zoo.folders import make_folder
+from zoo.interrupts import terminated_as_interrupted
 from zoo.measure import Task, hyperparams_flag, read_record, run_task
 from zoo.parsers import DEFAULT_OUT, QUICK_TIMESTEPS, benchmark_parser, check_budget_flag, parse_overrides
 from zoo.ray_backend import run_on_ray
@@ -273,22 +270,3 @@ def execute(
                 flush=True,
             )
     return []
-
-
-@contextlib.contextmanager
-def terminated_as_interrupted() -> Iterator[None]:
-    """SIGTERM (``kill``, a scheduler's preemption) handled as Ctrl-C while the worker processes run: the pool is
-    terminated with its workers and the finished runs are kept. By default SIGTERM would end the driver alone and
-    leave each worker training on, unwatched, to a result nobody collects."""
-    if threading.current_thread() is not threading.main_thread():  # only the main thread may set a handler
-        yield
-        return
-
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

@@ -37,6 +37,7 @@ from typing import Any
 from zoo.checks import shown
 from zoo.errors import ZooError, first_line
 from zoo.folders import move_into_place
+from zoo.interrupts import terminated_as_interrupted
 from zoo.measure import Task, check_task_result, train_to_staging
 
 # Retries of a task whose worker process or node died (Ray's max_retries); an exception raised by the training is
@@ -267,47 +268,48 @@ def run_on_ray(tasks: list[Task], address: str, n_cpus: int, on_record: Callable
     done_on: Counter[str] = Counter()
     pending: dict[ray.ObjectRef, Task] = {}
     no_cpu_since: float | None = None
-    try:
-        check_cpus(ray.cluster_resources(), address)
-        pending.update({remote.remote(task): task for task in tasks})
-        with tqdm(total=len(tasks), unit="run", file=sys.stderr, dynamic_ncols=True) as bar:
+    with terminated_as_interrupted():  # after connect: ray.init installs a SIGTERM handler of its own
+        try:
+            check_cpus(ray.cluster_resources(), address)
+            pending.update({remote.remote(task): task for task in tasks})
+            with tqdm(total=len(tasks), unit="run", file=sys.stderr, dynamic_ncols=True) as bar:
 
-            def show() -> None:
-                nodes = ", ".join(f"{node}: {count}" for node, count in sorted(done_on.items()))
-                bar.set_postfix_str(f"running {len(pending)}, failed {len(failed)}; done per node: {nodes or '-'}")
+                def show() -> None:
+                    nodes = ", ".join(f"{node}: {count}" for node, count in sorted(done_on.items()))
+                    bar.set_postfix_str(f"running {len(pending)}, failed {len(failed)}; done per node: {nodes or '-'}")
 
-            show()
-            while pending:
-                ready, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_S)
-                for ref in ready:
-                    task = pending.pop(ref)
-                    try:
-                        # Checked before anything is written: a node with another version of the zoo fails its run.
-                        record, files, node = check_task_result(task, ray.get(ref))
-                    except ray.exceptions.RayError as error:
-                        cause = error.cause if isinstance(error, ray.exceptions.RayTaskError) else error
-                        failed.append(f"{task.algo} {task.env_id} seed {task.seed}: {first_line(cause)}")
-                    except ZooError as error:
-                        failed.append(f"{task.algo} {task.env_id} seed {task.seed}: {error}")
-                    else:
-                        write_run(task, files)
-                        done_on[node] += 1
-                        on_record(record)
-                    bar.update(1)
-                    show()
-                # A cluster whose last CPU node died would keep the runs left waiting forever.
-                has_cpu = bool(ready) or ray.cluster_resources().get("CPU", 0) >= 1
-                no_cpu_since = None if has_cpu else no_cpu_since or time.monotonic()
-                if no_cpu_since is not None and time.monotonic() - no_cpu_since > NO_CPU_GRACE_S:
-                    cancel(list(pending))
-                    reason = f"no node of the cluster has had a CPU for {NO_CPU_GRACE_S:.0f} s"
-                    failed += [f"{task.algo} {task.env_id} seed {task.seed}: {reason}" for task in pending.values()]
-                    bar.update(len(pending))
-                    pending.clear()
-                    show()
-    except KeyboardInterrupt:
-        cancel(list(pending))
-        raise
-    finally:
-        ray.shutdown()
+                show()
+                while pending:
+                    ready, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_S)
+                    for ref in ready:
+                        task = pending.pop(ref)
+                        try:
+                            # Checked before anything is written: a node with another version of the zoo fails its run.
+                            record, files, node = check_task_result(task, ray.get(ref))
+                        except ray.exceptions.RayError as error:
+                            cause = error.cause if isinstance(error, ray.exceptions.RayTaskError) else error
+                            failed.append(f"{task.algo} {task.env_id} seed {task.seed}: {first_line(cause)}")
+                        except ZooError as error:
+                            failed.append(f"{task.algo} {task.env_id} seed {task.seed}: {error}")
+                        else:
+                            write_run(task, files)
+                            done_on[node] += 1
+                            on_record(record)
+                        bar.update(1)
+                        show()
+                    # A cluster whose last CPU node died would keep the runs left waiting forever.
+                    has_cpu = bool(ready) or ray.cluster_resources().get("CPU", 0) >= 1
+                    no_cpu_since = None if has_cpu else no_cpu_since or time.monotonic()
+                    if no_cpu_since is not None and time.monotonic() - no_cpu_since > NO_CPU_GRACE_S:
+                        cancel(list(pending))
+                        reason = f"no node of the cluster has had a CPU for {NO_CPU_GRACE_S:.0f} s"
+                        failed += [f"{task.algo} {task.env_id} seed {task.seed}: {reason}" for task in pending.values()]
+                        bar.update(len(pending))
+                        pending.clear()
+                        show()
+        except KeyboardInterrupt:
+            cancel(list(pending))
+            raise
+        finally:
+            ray.shutdown()
     return failed
