@@ -39,7 +39,6 @@ from zoo.hub.card import format_metric
 from zoo.hub.layout import CARD_FILE, RESULTS_FILE
 from zoo.parsers import parse_tune
 from zoo.tune.objective import CONFIG_ATTR, SCORES_ATTR
-from zoo.tune.space import with_overrides
 from zoo.tune.storage import JOURNAL_FILE
 from zoo.yaml_data import yaml_numbers
 
@@ -176,7 +175,7 @@ def tuning_problems() -> list[str]:
     for argv in tuning_md_commands():
         args = parse_tune(argv)
         base = get_config("reinforce", args.env, {} if args.n_timesteps is None else {"n_timesteps": args.n_timesteps})
-        ran = with_overrides(base, yaml_numbers(yaml.safe_load(args.enqueue[0]))).to_data()
+        ran = base.with_overrides(yaml_numbers(yaml.safe_load(args.enqueue[0]))).to_data()
         recorded = recorded_config(args)
         if isinstance(recorded, str):
             problems.append(f"TUNING.md's {args.study}: {recorded}")

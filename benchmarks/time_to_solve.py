@@ -70,7 +70,7 @@ def run(env_id: str, name: str, seed: int) -> dict[str, Any]:
         "train_cpu_seconds": cpu_seconds,
         "cpu": cpu_model(),
         "history": clock.history,
-        "hyperparams": config.to_data(seed),
+        "hyperparams": config.with_seed(seed).to_data(),
     }
     print(
         f"{name} seed {seed}: solved={record['solved']} at {record['steps']} steps, {seconds:.1f} s "

@@ -184,7 +184,7 @@ def test_release_check_reports_an_entry_that_no_longer_runs_tuning_md_s_records(
 
     def changed_entry(algo: str, env_id: str, overrides: dict[str, Any]) -> Any:
         # A changed number in the entry that no TUNING.md candidate sets itself.
-        return release.with_overrides(real_get_config(algo, env_id, overrides), {"max_grad_norm": 0.123})
+        return real_get_config(algo, env_id, overrides).with_overrides({"max_grad_norm": 0.123})
 
     monkeypatch.setattr(release, "get_config", changed_entry)
     after = release.tuning_problems()
@@ -242,9 +242,7 @@ def test_release_check_compares_a_packaged_agent_with_the_entry_under_todays_def
     def entry_without_its_critic_passes(algo: str, env_id: str) -> Any:
         # The packaged Pendulum-v1 agent fit its critic in 80 passes, as its entry writes; without the key, the
         # entry runs today's default instead. CartPole-v1's (baseline: mean) has no critic to change.
-        config = real_get_config(algo, env_id)
-        config.hyperparams.pop("vf_n_epochs", None)
-        return config
+        return real_get_config(algo, env_id).without(["vf_n_epochs"])
 
     monkeypatch.setattr(release, "get_config", entry_without_its_critic_passes)
     assert release.card_problems(cards) == [

@@ -350,12 +350,13 @@ def test_resume_without_a_folder_passes_over_a_corrupt_checkpoint(
 ) -> None:
     older, newer = (Path(shutil.copytree(cut[0], tmp_path / "reinforce" / f"CartPole-v1_{k}")) for k in (1, 2))
     truncate_state(newer / CHECKPOINT_DIR)
-    assert find_resumable(tmp_path, "reinforce", "CartPole-v1", CONFIG.to_data(SEED)) == older
+    assert find_resumable(tmp_path, "reinforce", "CartPole-v1", CONFIG.with_seed(SEED).to_data()) == older
     (warning,) = capsys.readouterr().err.splitlines()
     assert warning.startswith("warning: state-")
     assert "is corrupt or was modified: 100 bytes" in warning
     assert warning.endswith(f"; {newer} cannot be resumed")
-    assert find_resumable(tmp_path, "reinforce", "CartPole-v1", CONFIG.to_data(SEED + 1)) is None  # another seed
+    another_seed = CONFIG.with_seed(SEED + 1).to_data()
+    assert find_resumable(tmp_path, "reinforce", "CartPole-v1", another_seed) is None
 
 
 def test_a_checkpointed_state_that_torch_would_have_to_unpickle_is_refused(
@@ -415,8 +416,8 @@ def test_a_run_folder_in_use_is_neither_resumed_nor_found(cut: tuple[Path, int],
     with exclusive(run_dir):
         with pytest.raises(ZooError, match="in use by another process"):
             train(CONFIG, resume=run_dir, **RUN)
-        assert find_resumable(tmp_path, "reinforce", "CartPole-v1", CONFIG.to_data(SEED)) is None
-    assert find_resumable(tmp_path, "reinforce", "CartPole-v1", CONFIG.to_data(SEED)) == run_dir
+        assert find_resumable(tmp_path, "reinforce", "CartPole-v1", CONFIG.with_seed(SEED).to_data()) is None
+    assert find_resumable(tmp_path, "reinforce", "CartPole-v1", CONFIG.with_seed(SEED).to_data()) == run_dir
 
 
 BENCHMARK_HYPERPARAMS = tuple((key, value) for key, value in OVERRIDES.items() if key != "n_timesteps")

@@ -347,12 +347,12 @@ def journal_study(folder: Path) -> Any:
 def run_a_trial(study: Any, base: Any, space: Any) -> None:
     """What a worker does with the study's next trial, up to the training: the configuration it would train."""
     from zoo.tune.objective import OVERRIDES_ATTR
-    from zoo.tune.space import apply, suggest, with_overrides
+    from zoo.tune.space import apply, suggest
 
     trial = study.ask()
     overrides = dict(trial.user_attrs.get(OVERRIDES_ATTR, {}))
     asked = set(overrides) | {f"policy_kwargs.{key}" for key in overrides.get("policy_kwargs", {})}
-    apply(with_overrides(base, overrides), suggest(trial, space), keep=asked).algorithm_kwargs()
+    apply(base.with_overrides(overrides), suggest(trial, space), keep=asked).algorithm_kwargs()
 
 
 @FUZZ
@@ -465,7 +465,7 @@ def checkpointed_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, An
     save_checkpoint(
         run_dir,
         model,
-        config=config.to_data(0),
+        config=config.with_seed(0).to_data(),
         train_seconds=1.0,
         train_cpu_seconds=1.0,
         resumed_at=[],
@@ -473,7 +473,7 @@ def checkpointed_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, An
         best_model=run_dir / "best_model.zip",
     )
     (run_dir / "progress.csv").write_text("time/total_timesteps,train/loss\n100,0.5\n200,0.25\n")
-    return run_dir, model, eval_env, config.to_data(0)
+    return run_dir, model, eval_env, config.with_seed(0).to_data()
 
 
 class Hostile:

@@ -36,7 +36,7 @@ from zoo.train import train
 from zoo.tune.objective import CONFIG_ATTR, SCORES_ATTR, Surplus, check_not_surplus
 from zoo.tune.orphans import FAIL_REASON_ATTR, WORKER_ATTR, WORKER_PROCESS_ATTR, hand_on_orphans, process_identity
 from zoo.tune.report import table
-from zoo.tune.space import Sample, apply, fixed_params, load_space, suggest, with_overrides
+from zoo.tune.space import Sample, apply, fixed_params, load_space, suggest
 from zoo.tune.storage import JOURNAL_FILE
 
 ZOO_ENVS = ["CartPole-v1", "Acrobot-v1", "LunarLander-v3", "Pendulum-v1", "MountainCarContinuous-v0"]
@@ -169,7 +169,7 @@ def test_a_schedule_and_a_choice_written_as_a_list_round_trip(tmp_path: Path) ->
         "    policy_kwargs.net_arch: {categorical: [[8], [64, 64]]}\n"
     )
     space = load_space("reinforce", "CartPole-v1", str(path))
-    config = with_overrides(get_config("reinforce", "CartPole-v1"), {"policy_kwargs": {"net_arch": [8]}})
+    config = get_config("reinforce", "CartPole-v1").with_overrides({"policy_kwargs": {"net_arch": [8]}})
     params = fixed_params(space, config)
     assert params == {"learning_rate": 5e-3, "learning_rate_schedule": "linear", "policy_kwargs.net_arch": "[8]"}
     trial = apply(config, suggest(FixedTrial(params), space))
@@ -615,7 +615,7 @@ def test_report_of_a_study_that_does_not_exist(tmp_path: Path, capsys: pytest.Ca
 def test_sample_keeps_what_an_enqueued_trial_asked_for() -> None:
     base = get_config("reinforce", "CartPole-v1")
     sample = Sample({"baseline": "mean"}, unset=["gae_lambda"])
-    asked = with_overrides(base, {"baseline": "mean", "gae_lambda": 0.9})
+    asked = base.with_overrides({"baseline": "mean", "gae_lambda": 0.9})
     assert apply(asked, sample, keep={"gae_lambda"}).hyperparams["gae_lambda"] == 0.9
     assert "gae_lambda" not in apply(asked, sample).hyperparams
 

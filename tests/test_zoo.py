@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import re
 import shutil
@@ -61,10 +62,73 @@ def test_variant_entries_equal_the_library_variants(variant: str) -> None:
 
 def test_config_round_trips_through_data() -> None:
     config = get_config("reinforce", "CartPole-v1", variant="reference")
-    data = yaml.safe_load(yaml.safe_dump(config.to_data(seed=3)))
+    data = yaml.safe_load(yaml.safe_dump(config.with_seed(3).to_data()))
     assert data["seed"] == 3
-    assert RunConfig.from_data(data) == config
+    assert RunConfig.from_data(data) == config.with_seed(3)
+    assert RunConfig.from_data(config.to_data()) == config
+    assert "seed" not in config.to_data()
     assert unresolve(resolve(config.hyperparams)) == config.hyperparams
+
+
+def test_a_config_is_frozen_and_its_data_is_a_copy() -> None:
+    config = get_config("reinforce", "CartPole-v1")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.n_envs = 2  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.seed = 1  # type: ignore[misc]
+    config.to_data()["hyperparams"]["gamma"] = 0.5
+    config.entry()["gamma"] = 0.5
+    assert config == get_config("reinforce", "CartPole-v1")
+
+
+def test_a_seed_is_checked_and_written_after_the_env_id_as_config_yml_orders_it() -> None:
+    config = get_config("reinforce", "CartPole-v1")
+    seeded = config.with_seed(7)
+    assert (seeded.seed, config.seed) == (7, None)
+    order = "algo env_id seed n_timesteps n_envs policy normalize env_kwargs hyperparams"
+    assert list(seeded.to_data()) == order.split()
+    assert seeded.to_data() == {**config.to_data(), "seed": 7}
+    for seed in (-1, 2**32, 1.5, True):
+        with pytest.raises(ZooError, match=r"seed must be an integer in \[0, 4,294,967,295\]"):
+            config.with_seed(seed)  # type: ignore[arg-type]
+    data = seeded.to_data()
+    with pytest.raises(ZooError, match=r"^run/config.yml: seed must be an integer in \[0, 4,294,967,295\], got -1$"):
+        RunConfig.from_data({**data, "seed": -1}, source="run/config.yml")
+    assert RunConfig.from_data({**data, "seed": None}) == config  # written null: no seed
+
+
+def test_overrides_go_where_the_entry_keeps_them_and_keep_the_seed() -> None:
+    config = get_config("reinforce", "CartPole-v1").with_seed(5)
+    overrides = {"n_envs": 4, "gamma": 0.9, "policy_kwargs": {"net_arch": [8]}}
+    changed = config.with_overrides(overrides)
+    assert (changed.n_envs, changed.seed) == (4, 5)
+    assert changed.hyperparams == {**config.hyperparams, "gamma": 0.9, "policy_kwargs": {"net_arch": [8]}}
+    assert "n_envs" not in changed.hyperparams
+    assert (config.n_envs, config.hyperparams["gamma"], "policy_kwargs" in config.hyperparams) == (8, 0.995, False)
+    assert config.with_overrides({}) is config
+    assert changed == get_config("reinforce", "CartPole-v1", overrides).with_seed(5)  # as --hyperparams routes them
+    with pytest.raises(ZooError, match=r"^--enqueue 'x': unknown key 'bogus' for reinforce"):
+        config.with_overrides({"bogus": 1}, source="--enqueue 'x'")
+    with pytest.raises(ZooError, match=r"^overrides: n_envs must be int, got 'four'$"):
+        config.with_overrides({"n_envs": "four"})
+
+
+def test_without_takes_hyperparameters_out_and_leaves_the_zoo_keys() -> None:
+    config = get_config("reinforce", "CartPole-v1", {"gamma": 0.9, "n_envs": 4}).with_seed(2)
+    taken = config.without(["gamma", "n_envs", "not_set"])
+    assert taken.hyperparams == {key: value for key, value in config.hyperparams.items() if key != "gamma"}
+    assert (taken.n_envs, taken.seed, config.hyperparams["gamma"]) == (4, 2, 0.9)
+
+
+def test_a_variant_among_the_overrides_is_expanded_under_the_configs_own_keys() -> None:
+    # As `--hyperparams variant=reference` does through get_config: the entry's own values win over the variant's.
+    config = get_config("reinforce", "CartPole-v1")
+    changed = config.with_overrides({"variant": "reference"})
+    assert changed == get_config("reinforce", "CartPole-v1", {"variant": "reference"})
+    assert changed.hyperparams["n_episodes"] == config.hyperparams["n_episodes"]
+    assert changed.hyperparams["normalize_advantage"] is False  # set by the variant alone
+    with pytest.raises(ZooError, match="unknown variant 'bogus'"):
+        config.with_overrides({"variant": "bogus"})
 
 
 def test_default_entry_serves_unknown_envs() -> None:
@@ -538,3 +602,13 @@ def test_each_mujoco_entry_trains_one_update_and_saves_its_statistics(env_id: st
     assert model._n_updates == 1
     assert model.num_timesteps >= entry.hyperparams["n_episodes"]
     assert (result.run_dir / VEC_NORMALIZE_JSON).is_file()
+
+
+def test_train_runs_the_seed_its_config_carries_unless_given_one(tmp_path: Path) -> None:
+    config = get_config("reinforce", "CartPole-v1", {"n_timesteps": 1, "n_envs": 2, "n_episodes": 2})
+    quick: dict[str, Any] = {"eval_freq": 10**6, "final_eval_episodes": 1, "progress_bar": False, "verbose": 0}
+    seeds = []
+    for seeded, seed in [(config, None), (config.with_seed(4), None), (config.with_seed(4), 2)]:
+        result = train(seeded, seed, log_folder=tmp_path, **quick)
+        seeds.append(yaml.safe_load((result.run_dir / "config.yml").read_text())["seed"])
+    assert seeds == [0, 4, 2]

@@ -14,13 +14,14 @@ written ``lin_<initial value>``. Nothing is evaluated. An entry with ``variant: 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import Any
 
 from sb3_reinforce.variants import VARIANTS
 from zoo.algos import ALGOS, REINFORCE_ONLY_SCHEDULES, SCHEDULE_PREFIX, constructor_keys, resolve, unresolve
-from zoo.bounds import ENV_ID_FORM, check_bounded, check_env_kwargs, check_value
+from zoo.bounds import ENV_ID_FORM, check_bounded, check_env_kwargs, check_seed, check_value
 from zoo.checks import is_number, shown
 from zoo.errors import ZooError
 from zoo.normalization import check_settings
@@ -37,9 +38,14 @@ ZOO_KEYS = {
 }
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunConfig:
-    """What one training run needs: the resolved YAML entry, still as data (as written to ``config.yml``)."""
+    """What one training run needs: the resolved YAML entry, still as data (as written to ``config.yml``), and the
+    run's seed once it has one.
+
+    Validated once, when built (:func:`get_config`, :meth:`from_data`, :meth:`with_overrides`), and frozen after:
+    a changed configuration is a new one, from :meth:`with_overrides`, :meth:`without` or :meth:`with_seed`.
+    """
 
     algo: str
     env_id: str
@@ -49,21 +55,45 @@ class RunConfig:
     normalize: bool | dict[str, Any] = False
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     hyperparams: dict[str, Any] = field(default_factory=dict)
+    seed: int | None = None
 
-    def to_data(self, seed: int | None = None) -> dict[str, Any]:
-        """The ``config.yml`` mapping of a run with this seed (the seed left out when None)."""
+    def to_data(self) -> dict[str, Any]:
+        """The ``config.yml`` mapping of this run (its seed left out when it has none), a copy of its own."""
         data: dict[str, Any] = {"algo": self.algo, "env_id": self.env_id}
-        if seed is not None:
-            data["seed"] = seed
+        if self.seed is not None:
+            data["seed"] = self.seed
         data.update(
             n_timesteps=self.n_timesteps,
             n_envs=self.n_envs,
             policy=self.policy,
-            normalize=self.normalize,
-            env_kwargs=self.env_kwargs,
-            hyperparams=self.hyperparams,
+            normalize=copy.deepcopy(self.normalize),
+            env_kwargs=copy.deepcopy(self.env_kwargs),
+            hyperparams=copy.deepcopy(self.hyperparams),
         )
         return data
+
+    def entry(self) -> dict[str, Any]:
+        """This configuration as a hyperparameter file's entry, a copy: its zoo keys and hyperparameters in one
+        mapping (a variant already expanded), in which a key of ``--hyperparams`` replaces its value."""
+        return _entry_of(self.to_data())
+
+    def with_seed(self, seed: int) -> RunConfig:
+        """This configuration run with ``seed`` (checked by :func:`zoo.bounds.check_seed`)."""
+        return replace(self, seed=check_seed(seed))
+
+    def with_overrides(self, overrides: Mapping[str, Any], source: str = "overrides") -> RunConfig:
+        """This configuration with ``overrides`` (``--hyperparams`` syntax: each key replaces the entry's) on top,
+        validated; an error names ``source``, where the overrides came from. The seed is kept."""
+        if not overrides:
+            return self  # validated when it was built: nothing new to check
+        config = _build(self.algo, self.env_id, {**self.entry(), **overrides}, source)
+        return replace(config, seed=self.seed)
+
+    def without(self, names: Iterable[str]) -> RunConfig:
+        """This configuration with the hyperparameters ``names`` taken out, so that the constructor's defaults
+        apply; a zoo key among them stays. Nothing is validated again: each value was checked on its own."""
+        taken = set(names)
+        return replace(self, hyperparams={key: value for key, value in self.hyperparams.items() if key not in taken})
 
     def algorithm_kwargs(self) -> dict[str, Any]:
         """Constructor keyword arguments with names and schedules turned into objects."""
@@ -77,7 +107,8 @@ class RunConfig:
 
     @classmethod
     def from_data(cls, data: Any, source: str = "config.yml") -> RunConfig:
-        """Rebuild from a ``config.yml`` mapping (as written by :meth:`to_data`), validating it again."""
+        """Rebuild from a ``config.yml`` mapping (as written by :meth:`to_data`, its seed optional), validating it
+        again."""
         if not isinstance(data, dict):
             raise ZooError(f"{source} must be a mapping, got {type(data).__name__}")
         missing = [key for key in ("algo", "env_id", "hyperparams") if key not in data]
@@ -88,8 +119,14 @@ class RunConfig:
             raise ZooError(f"{source}: algo and env_id must be names, got {shown(algo)} and {shown(env_id)}")
         if not isinstance(hyperparams, dict):
             raise ZooError(f"{source}: hyperparams must be a mapping, got {shown(hyperparams)}")
-        entry = {key: data[key] for key in ZOO_KEYS if key in data and key != "variant"}
-        return _build(algo, env_id, {**entry, **hyperparams}, source=source)
+        seed = None if data.get("seed") is None else check_seed(data["seed"], f"{source}: seed")
+        return replace(_build(algo, env_id, _entry_of(data), source=source), seed=seed)
+
+
+def _entry_of(data: dict[str, Any]) -> dict[str, Any]:
+    """A ``config.yml`` mapping as the entry it was resolved from: its zoo keys and hyperparameters in one mapping.
+    Its variant was expanded into the hyperparameters when the run was configured: a ``variant`` key is not read."""
+    return {key: data[key] for key in ZOO_KEYS if key in data and key != "variant"} | data["hyperparams"]
 
 
 def load_file(algo: str) -> dict[str, Any]:

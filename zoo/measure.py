@@ -142,7 +142,7 @@ class Task:
 
     def config_data(self) -> dict[str, Any]:
         """The config.yml this run writes: everything that defines it."""
-        return get_config(self.algo, self.env_id, self.overrides()).to_data(self.seed)
+        return get_config(self.algo, self.env_id, self.overrides()).with_seed(self.seed).to_data()
 
 
 def train_to_staging(task: Task, folder: Path) -> tuple[dict[str, Any], Path]:
@@ -156,9 +156,9 @@ def train_to_staging(task: Task, folder: Path) -> tuple[dict[str, Any], Path]:
     import torch as th
 
     th.set_num_threads(1)
-    config = get_config(task.algo, task.env_id, task.overrides())
+    config = get_config(task.algo, task.env_id, task.overrides()).with_seed(task.seed)
     command = f"python -m zoo benchmark --envs {task.env_id}" + hyperparams_flag(task.hyperparams)
-    resume = find_resumable(folder, task.algo, task.env_id, config.to_data(task.seed))
+    resume = find_resumable(folder, task.algo, task.env_id, config.to_data())
     if resume is None:
         for stale in folder.iterdir():
             if stale.is_dir():

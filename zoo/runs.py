@@ -23,7 +23,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from zoo.agent_format import CONFIG_JSON, WEIGHTS_FILE, load_agent, write_json
 from zoo.algos import ALGOS
-from zoo.checks import clipped, is_integer, read_json, shown
+from zoo.checks import clipped, read_json, shown
 from zoo.config import RunConfig
 from zoo.errors import ZooError, first_line
 from zoo.folders import write_atomically
@@ -179,10 +179,7 @@ def _read_config(path: Path) -> tuple[RunConfig | None, int | None]:
         raise ZooError(f"cannot read {path}: {first_line(error)}") from None
     data = safe_yaml(text, str(path))
     config = RunConfig.from_data(data, source=str(path))
-    seed = data.get("seed")
-    if seed is not None and not (is_integer(seed) and seed >= 0):
-        raise ZooError(f"{path}: seed must be an integer >= 0, got {shown(seed)}")
-    return config, seed
+    return config, config.seed
 
 
 def _load_model(path: Path, algos: list[str]) -> BaseAlgorithm:

@@ -125,17 +125,18 @@ def save_final(model: BaseAlgorithm, env: VecEnv, run_dir: Path, env_id: str) ->
     return saved
 
 
-def start_run_folder(config: RunConfig, seed: int, log_folder: Path | str, command: str | None, verbose: int) -> Path:
-    """Claim ``<log_folder>/<algo>/<env>_<k>/`` and write what redoes the run: config.yml and command.txt."""
+def start_run_folder(config: RunConfig, log_folder: Path | str, command: str | None, verbose: int) -> Path:
+    """Claim ``<log_folder>/<algo>/<env>_<k>/`` and write what redoes the run (``config`` with its seed):
+    config.yml and command.txt."""
     run_dir = claim_run_dir(Path(log_folder), config.algo, config.env_id)
     try:
-        (run_dir / CONFIG_YML).write_text(yaml.safe_dump(config.to_data(seed), sort_keys=False))
+        (run_dir / CONFIG_YML).write_text(yaml.safe_dump(config.to_data(), sort_keys=False))
         (run_dir / COMMAND_FILE).write_text((command or "") + "\n")
     except OSError as error:
         raise ZooError(f"cannot write in the run folder {run_dir}: {first_line(error)}") from None
     if verbose:
-        print(f"Training {config.algo} on {config.env_id} (seed {seed}) into {run_dir}")
-        print(yaml.safe_dump(config.to_data(seed), sort_keys=False))
+        print(f"Training {config.algo} on {config.env_id} (seed {config.seed}) into {run_dir}")
+        print(yaml.safe_dump(config.to_data(), sort_keys=False))
     return run_dir
 
 
@@ -229,7 +230,7 @@ def timed_learn(
 
 def train(
     config: RunConfig,
-    seed: int = 0,
+    seed: int | None = None,
     log_folder: Path | str = "logs",
     eval_freq: int | None = None,
     eval_episodes: int = 10,
@@ -251,26 +252,27 @@ def train(
     boundary at or past a multiple of it into ``<run folder>/checkpoint/``, and removed once the run has finished;
     None writes none. ``resume``: a run folder whose checkpoint to go on from, to the same budget; the checkpoint
     must be of ``config`` and ``seed`` (its config and every file are checked: anything else is one ZooError).
-    One process at a time trains in a run folder (:func:`zoo.checkpoints.exclusive`).
+    ``seed``: None takes the one ``config`` carries, or 0. One process at a time trains in a run folder.
 
     The envs and the model are built before the run folder is claimed, and a new run that fails before it saved a
     model or a checkpoint removes its folder, so a failure leaves no stub behind. Models, statistics and
     checkpoints are written atomically. Ctrl-C saves the final model and statistics as they are, says where, and
     raises KeyboardInterrupt again.
     """
-    check_seed(seed)
+    run_seed = seed if seed is not None else config.seed or 0
+    config = config.with_seed(run_seed)
     if checkpoint_freq is not None and checkpoint_freq < 1:
         raise ZooError(f"checkpoint_freq must be >= 1 (None: no checkpoints), got {checkpoint_freq}")
     if resume is not None and not resume.is_dir():
         raise ZooError(f"cannot resume {resume}: it is not a run folder")
-    env, eval_env = training_envs(config, seed, eval_n_envs=EVAL_ENVS)
+    env, eval_env = training_envs(config, run_seed, eval_n_envs=EVAL_ENVS)
     run_dir: Path | None = None
     try:
         with contextlib.ExitStack() as held:
-            model = make_model(config, env, seed)
-            run_dir = resume if resume is not None else start_run_folder(config, seed, log_folder, command, verbose)
+            model = make_model(config, env, run_seed)
+            run_dir = resume if resume is not None else start_run_folder(config, log_folder, command, verbose)
             held.enter_context(exclusive(run_dir))
-            checkpoint = None if resume is None else read_checkpoint_of(resume, config.to_data(seed))
+            checkpoint = None if resume is None else read_checkpoint_of(resume, config.to_data())
             evaluation = periodic_evaluation(config, eval_env, run_dir, eval_freq, eval_episodes, verbose, after_eval)
             clock = TrainingClock(evaluation)
             resumed_at: list[int] = []
@@ -281,7 +283,7 @@ def train(
             model.set_logger(run_logger(run_dir, verbose, checkpoint))
             callbacks: list[BaseCallback] = [evaluation]
             if checkpoint_freq is not None:
-                data = config.to_data(seed)
+                data = config.to_data()
                 callbacks.insert(0, PeriodicCheckpoint(run_dir, data, checkpoint_freq, evaluation, clock, resumed_at))
             seconds, cpu_seconds = timed_learn(
                 model, env, run_dir, config, callbacks, clock, progress_bar, resumed=checkpoint is not None
@@ -315,13 +317,14 @@ def remove_stub(run_dir: Path) -> None:
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
-def resume_folder(flag: str | bool | None, log_folder: Path, config: RunConfig, seed: int, verbose: int) -> Path | None:
-    """The run folder ``--resume`` names: the one given, or the newest interrupted run of this config and seed."""
+def resume_folder(flag: str | bool | None, log_folder: Path, config: RunConfig, verbose: int) -> Path | None:
+    """The run folder ``--resume`` names: the one given, or the newest interrupted run of ``config`` (its seed
+    included)."""
     if flag is None:
         return None
     if flag is not True:
         return Path(str(flag))
-    found = find_resumable(log_folder, config.algo, config.env_id, config.to_data(seed))
+    found = find_resumable(log_folder, config.algo, config.env_id, config.to_data())
     if found is None and verbose:
         print(f"--resume: no interrupted run of this configuration in {log_folder}; starting a new one")
     return found
@@ -341,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     overrides = parse_overrides(args.hyperparams)
     if args.n_timesteps is not None:
         overrides["n_timesteps"] = args.n_timesteps
-    config = get_config(args.algo, args.env, overrides, variant=args.variant)
+    config = get_config(args.algo, args.env, overrides, variant=args.variant).with_seed(args.seed)
     th.set_num_threads(1)
     np.set_printoptions(precision=4)
     command = shlex.join(["python", "-m", "zoo", "train", *(sys.argv[1:] if argv is None else argv)])
@@ -349,7 +352,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         train(
             config,
-            seed=args.seed,
             log_folder=args.log_folder,
             eval_freq=args.eval_freq,
             eval_episodes=args.eval_episodes,
@@ -357,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
             verbose=args.verbose,
             command=command,
             checkpoint_freq=every,
-            resume=resume_folder(args.resume, Path(args.log_folder), config, args.seed, args.verbose),
+            resume=resume_folder(args.resume, Path(args.log_folder), config, args.verbose),
         )
     except KeyboardInterrupt:
         if every is not None:

@@ -94,6 +94,6 @@ def run_dir(model: Reinforce, tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("logs") / "reinforce" / f"{ENV_ID}_1"
     folder.mkdir(parents=True)
     model.save(folder / f"{ENV_ID}.zip")
-    (folder / "config.yml").write_text(yaml.safe_dump(run_config().to_data(0), sort_keys=False))
+    (folder / "config.yml").write_text(yaml.safe_dump(run_config().with_seed(0).to_data(), sort_keys=False))
     (folder / "command.txt").write_text("python -m zoo train --env CartPole-v1 --seed 0 --n-timesteps 2000\n")
     return folder

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import logging
 import shlex
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -53,9 +54,9 @@ logger = logging.getLogger(__name__)
 
 def run_config_of(
     config: RunConfig | None, model: BaseAlgorithm, env_id: str, stats: VecNormalizeStats | None
-) -> tuple[RunConfig, int | None]:
-    """The run's configuration and seed from what a caller of ``push_to_hub`` gave: a RunConfig, or None
-    (synthesized from the model); the seed is the model's."""
+) -> RunConfig:
+    """The run's configuration from what a caller of ``push_to_hub`` gave: a RunConfig, or None (synthesized from
+    the model); its seed is the model's (none when the model has none)."""
     run = config
     if run is None:
         run = RunConfig(
@@ -72,7 +73,9 @@ def run_config_of(
         raise ZooError(f"the agent's config is for {shown(run.env_id)}, not {shown(env_id)}")
     if run.algo != algo_name(model):
         raise ZooError(f"the agent's config is for {shown(run.algo)}, the model is {shown(algo_name(model))}")
-    return run, model.seed
+    # The model's seed even where config.yml gave ``config`` one: config.yml, config.json and the card's command
+    # name the seed of the model pushed, or none.
+    return replace(run, seed=None) if model.seed is None else run.with_seed(model.seed)
 
 
 def _check_round_trip(folder: Path, model: BaseAlgorithm) -> None:
@@ -101,7 +104,6 @@ def build_package(
     repo_id: str,
     *,
     config: RunConfig,
-    seed: int | None,
     stats: VecNormalizeStats | None,
     env_kwargs: dict[str, Any] | None,
     n_eval_episodes: int,
@@ -112,10 +114,10 @@ def build_package(
     template_path: Path | None,
     benchmark: dict[str, Any] | None = None,
 ) -> list[str]:
-    """Write every file of a push of ``model`` (trained as ``config`` says) into the empty ``folder``; return
-    warnings (a replay that failed). ``benchmark``: the ``zoo benchmark`` seeds the model is one of, for results.json
-    and the card (:func:`zoo.hub.push.benchmark_of`)."""
-    env_id = config.env_id
+    """Write every file of a push of ``model`` (trained as ``config`` says, with its seed) into the empty ``folder``;
+    return warnings (a replay that failed). ``benchmark``: the ``zoo benchmark`` seeds the model is one of, for
+    results.json and the card (:func:`zoo.hub.push.benchmark_of`)."""
+    env_id, seed = config.env_id, config.seed
     if config.normalize and stats is None:
         raise ZooError(
             f"{env_id}: the config normalizes observations/rewards (normalize: {shown(config.normalize)}) but "
@@ -150,7 +152,7 @@ def build_package(
         extra=extra,
     )
     _check_round_trip(folder, model)
-    (folder / CONFIG_YML).write_text(yaml.safe_dump(config.to_data(seed), sort_keys=False), encoding="utf-8")
+    (folder / CONFIG_YML).write_text(yaml.safe_dump(config.to_data(), sort_keys=False), encoding="utf-8")
 
     warnings: list[str] = []
     if record_video:

@@ -226,14 +226,13 @@ def push_to_hub(
             Parameter("n_eval_episodes"),
             f" must be >= {MIN_EVAL_EPISODES} for a published result, got {options.n_eval_episodes}",
         )
-    run, seed = run_config_of(config, model, env_id, vec_normalize)
+    run = run_config_of(config, model, env_id, vec_normalize)
     with staging(STAGING_PREFIX) as folder:
         warnings = build_package(
             folder,
             model,
             repo_id,
             config=run,
-            seed=seed,
             stats=vec_normalize,
             env_kwargs=env_kwargs,
             n_eval_episodes=options.n_eval_episodes,

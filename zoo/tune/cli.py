@@ -32,7 +32,7 @@ from zoo.runs import env_slug
 from zoo.tune.objective import INTERRUPTED, OVERRIDES_ATTR, SETUP_ATTR, Setup
 from zoo.tune.orphans import FAIL_REASON_ATTR
 from zoo.tune.report import complete_trials, export, plots, summary, table
-from zoo.tune.space import fixed_params, load_space, with_overrides
+from zoo.tune.space import fixed_params, load_space
 from zoo.tune.storage import StorageSpec, study_folder
 from zoo.tune.workers import (
     Counts,
@@ -312,7 +312,7 @@ def parse_enqueued(setup: Setup, text: str) -> tuple[dict[str, Any], dict[str, A
         raise ZooError(f"--enqueue takes a YAML mapping of hyperparameters, got {shown(text)}")
     if "n_timesteps" in overrides:
         raise ZooError("--enqueue: n_timesteps is the study's budget (--n-timesteps), the same for every trial")
-    config = with_overrides(setup.base_config, overrides, source=f"--enqueue {shown(text)}")
+    config = setup.base_config.with_overrides(overrides, source=f"--enqueue {shown(text)}")
     return overrides, fixed_params(setup.space, config)
 
 

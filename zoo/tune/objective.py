@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -39,7 +40,7 @@ from zoo.tune.orphans import (
     trial_id,
     worker_id,
 )
-from zoo.tune.space import POLICY_KWARGS, SearchSpace, apply, suggest, with_overrides
+from zoo.tune.space import POLICY_KWARGS, SearchSpace, apply, suggest
 
 # The trial's user attributes, read by the report and the export.
 OVERRIDES_ATTR = "overrides"  # an enqueued trial's overrides, in --hyperparams syntax
@@ -64,8 +65,9 @@ class Setup:
     seeds: int
     first_seed: int = 0
 
-    @property
+    @cached_property
     def base_config(self) -> RunConfig:
+        """``base`` validated, once for all the trials a worker runs."""
         return RunConfig.from_data(self.base)
 
     def to_data(self) -> dict[str, Any]:
@@ -126,7 +128,7 @@ def train_trial(trial: optuna.Trial, setup: Setup, target: int) -> float:
         check_not_surplus(trial, target)
         overrides = dict(trial.user_attrs.get(OVERRIDES_ATTR, {}))
         asked = set(overrides) | {f"{POLICY_KWARGS}{key}" for key in overrides.get("policy_kwargs", {})}
-        config = apply(with_overrides(setup.base_config, overrides), suggest(trial, setup.space), keep=asked)
+        config = apply(setup.base_config.with_overrides(overrides), suggest(trial, setup.space), keep=asked)
         trial.set_user_attr(CONFIG_ATTR, config.to_data())
         trial.set_user_attr(CPU_ATTR, cpu_model())
         scores: list[float] = []

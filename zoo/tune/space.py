@@ -14,7 +14,6 @@ A trial's configuration is built in three layers, each validated by :mod:`zoo.co
 
 from __future__ import annotations
 
-import copy
 import inspect
 import json
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ import optuna
 
 from zoo.algos import ALGOS, NAMED_CLASSES, SCHEDULABLE, SCHEDULE_PREFIX, constructor_keys
 from zoo.checks import is_real, shown
-from zoo.config import ZOO_KEYS, RunConfig, get_config
+from zoo.config import RunConfig, get_config
 from zoo.errors import ZooError
 from zoo.yaml_data import read_yaml_file, safe_yaml
 
@@ -273,42 +272,28 @@ def suggest(trial: optuna.Trial, space: SearchSpace) -> Sample:
 
 
 def apply(config: RunConfig, sample: Sample, keep: set[str] | None = None) -> RunConfig:
-    """``config`` with the sample on top (``policy_kwargs.<name>`` merged into policy_kwargs), validated again.
+    """``config`` with the sample on top (``policy_kwargs.<name>`` merged into policy_kwargs), validated once.
 
     Unset keys are taken out, except those in ``keep`` (what an enqueued trial asked for explicitly).
     """
-    data = config.to_data()
-    hyperparams = copy.deepcopy(data["hyperparams"])
-    for name in sample.unset:
-        if name in (keep or set()):
-            continue
-        if name.startswith(POLICY_KWARGS):
-            hyperparams.get("policy_kwargs", {}).pop(name[len(POLICY_KWARGS) :], None)
-        else:
-            hyperparams.pop(name, None)
+    unset = [name for name in sample.unset if name not in (keep or set())]
+    policy_kwargs = {
+        key: value
+        for key, value in config.entry().get("policy_kwargs", {}).items()
+        if f"{POLICY_KWARGS}{key}" not in unset
+    }
+    overrides: dict[str, Any] = {}
     for name, value in sample.overrides.items():
-        if name in ZOO_KEYS:
-            data[name] = value
-        elif name.startswith(POLICY_KWARGS):
-            hyperparams["policy_kwargs"] = {**hyperparams.get("policy_kwargs", {}), name[len(POLICY_KWARGS) :]: value}
+        if name.startswith(POLICY_KWARGS):
+            policy_kwargs[name[len(POLICY_KWARGS) :]] = value
         else:
-            hyperparams[name] = value
-    if hyperparams.get("policy_kwargs") == {}:
-        del hyperparams["policy_kwargs"]
-    data["hyperparams"] = hyperparams
-    return RunConfig.from_data(data)
-
-
-def with_overrides(config: RunConfig, overrides: dict[str, Any], source: str = "overrides") -> RunConfig:
-    """``config`` with ``overrides`` (``--hyperparams`` syntax: each key replaces the entry's) on top, validated;
-    an error names ``source``, where the overrides came from."""
-    data = config.to_data()
-    for key, value in overrides.items():
-        if key in ZOO_KEYS:
-            data[key] = value
-        else:
-            data["hyperparams"] = {**data["hyperparams"], key: value}
-    return RunConfig.from_data(data, source)
+            overrides[name] = value
+    names = [name for name in unset if not name.startswith(POLICY_KWARGS)]
+    if policy_kwargs:
+        overrides["policy_kwargs"] = policy_kwargs
+    else:  # nothing left in it: the key goes too, as in an entry that never set it
+        names.append("policy_kwargs")
+    return config.without(names).with_overrides(overrides)
 
 
 # ------------------------------------------------------------------------------------------------ enqueueing
@@ -320,13 +305,13 @@ def fixed_params(space: SearchSpace, config: RunConfig) -> dict[str, Any]:
     A parameter that ``config`` does not set takes the constructor's (or the policy's) default. A value outside
     the space is a ZooError: Optuna cannot record it, and the sampler would learn from a point it cannot draw.
     """
-    data = config.to_data()
+    entry = config.entry()
     params: dict[str, Any] = {}
     drawn: dict[str, Any] = {}
     for param in space.params:
         if not param.applies(drawn):
             continue
-        value = _current_value(config, data, param.name)
+        value = _current_value(config, entry, param.name)
         schedule = "constant"
         if isinstance(value, str) and value.startswith(SCHEDULE_PREFIX) and param.schedules:
             value, schedule = float(value[len(SCHEDULE_PREFIX) :]), "linear"
@@ -350,9 +335,9 @@ def fixed_params(space: SearchSpace, config: RunConfig) -> dict[str, Any]:
     return params
 
 
-def _current_value(config: RunConfig, data: dict[str, Any], name: str) -> Any:
-    if name in ZOO_KEYS:
-        return data[name]
+def _current_value(config: RunConfig, entry: dict[str, Any], name: str) -> Any:
+    if name in entry:
+        return entry[name]
     if name.startswith(POLICY_KWARGS):
         key = name[len(POLICY_KWARGS) :]
         if key in config.hyperparams.get("policy_kwargs", {}):
@@ -363,6 +348,4 @@ def _current_value(config: RunConfig, data: dict[str, Any], name: str) -> Any:
             raise ZooError(f"--enqueue: {name} is not set and the policy has no default for it; give it explicitly")
         names = {cls: named for named, cls in NAMED_CLASSES.get(key, {}).items()}
         return names.get(default.default, default.default)
-    if name in config.hyperparams:
-        return config.hyperparams[name]
     return inspect.signature(ALGOS[config.algo].__init__).parameters[name].default
