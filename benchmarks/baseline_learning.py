@@ -31,6 +31,17 @@ from zoo.statistics import curve_band, improvement_interval, iqm_interval
 
 RESULTS = Path(__file__).parent / "results"
 ALGO = "reinforce"
+# What a variant may change and still be "the entry with another baseline": the baseline, its options, the
+# critic's settings (unused without one) and the batch a leave-one-out mean is taken over.
+VARIANT_KEYS = {
+    "baseline",
+    "group_size",
+    "gae_lambda",
+    "normalize_advantage",
+    "n_episodes",
+    "vf_n_epochs",
+    "vf_batch_size",
+}
 
 
 def parse_variant(text: str) -> tuple[str, Path]:
@@ -57,6 +68,22 @@ def run_config(folder: Path, env_id: str, seed: int) -> dict[str, Any]:
     path = folder / "runs" / ALGO / env_id / f"seed{seed}" / "config.yml"
     data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else None
     return data if isinstance(data, dict) else {}
+
+
+def changed_keys(variant: dict[str, Any], entry: dict[str, Any]) -> set[str]:
+    """The settings (top-level keys and hyperparameters) in which a variant's config.yml differs from the entry's."""
+    flat = [{**{k: v for k, v in config.items() if k not in ("seed", "hyperparams")}, **config.get("hyperparams", {})}
+            for config in (variant, entry)]  # fmt: skip
+    return {key for key in flat[0].keys() | flat[1].keys() if flat[0].get(key) != flat[1].get(key)}
+
+
+def mismatch(variant: dict[str, Any], entry: dict[str, Any]) -> str | None:
+    """Why a variant's run cannot stand beside the entry's (another budget, or a change beyond
+    :data:`VARIANT_KEYS`: an entry changed since the variant ran), or None."""
+    if variant.get("n_timesteps") != entry.get("n_timesteps"):
+        return f"was trained on {variant.get('n_timesteps')} steps, the entry on {entry.get('n_timesteps')}"
+    beyond = changed_keys(variant, entry) - VARIANT_KEYS
+    return f"differs from the entry in {', '.join(sorted(beyond))} too" if beyond else None
 
 
 def baseline_of(config: dict[str, Any]) -> str:
@@ -115,15 +142,16 @@ def main(argv: list[str] | None = None) -> int:
     pooled: dict[str, tuple[list[list[float]], list[list[float]]]] = {name: ([], []) for name in variants}
     for env_id in envs:
         entry = finished_runs(args.entries, env_id)
-        # A variant without a run of this env at the entry's budget is left out of the row (its cells "-").
+        if not entry:
+            print(f"{env_id}: the entry has no finished run; skipped", file=sys.stderr)
+            continue
+        entry_config = run_config(args.entries, env_id, min(entry))
+        # A variant without a run of this env comparable with the entry's is left out of the row (its cells "-").
         sides = {name: runs for name, folder in variants.items() if (runs := finished_runs(folder, env_id))}
-        budget = run_config(args.entries, env_id, min(entry)).get("n_timesteps") if entry else None
         for name in list(sides):
-            other = run_config(variants[name], env_id, min(sides[name])).get("n_timesteps")
-            if other != budget:
-                print(
-                    f"{env_id}: {name} was trained on {other} steps, the entry on {budget}; left out", file=sys.stderr
-                )
+            reason = mismatch(run_config(variants[name], env_id, min(sides[name])), entry_config)
+            if reason:
+                print(f"{env_id}: {name} {reason}; left out", file=sys.stderr)
                 del sides[name]
         seeds = sorted(set(entry).intersection(*[set(runs) for runs in sides.values()]))
         if not sides or not seeds:

@@ -357,10 +357,13 @@ def test_gradient_variance_refuses_bad_settings_before_any_work(
     assert message in capsys.readouterr().err
 
 
-def fake_run(folder: Path, env_id: str, seed: int, score: float, baseline: str, budget: int = 1000) -> None:
+def fake_run(
+    folder: Path, env_id: str, seed: int, score: float, baseline: str, budget: int = 1000, **hyperparams: Any
+) -> None:
     run = folder / "runs" / "reinforce" / env_id / f"seed{seed}"
     run.mkdir(parents=True)
-    config = {"algo": "reinforce", "env_id": env_id, "n_timesteps": budget, "hyperparams": {"baseline": baseline}}
+    hyperparams = {"baseline": baseline, **hyperparams}
+    config = {"algo": "reinforce", "env_id": env_id, "n_timesteps": budget, "hyperparams": hyperparams}
     (run / "config.yml").write_text(json.dumps(config))  # JSON is YAML
     record = {
         "mean_reward": score,
@@ -382,6 +385,9 @@ def test_baseline_learning_compares_the_seeds_both_sides_finished_at_one_budget(
         fake_run(loo, "CartPole-v1", seed, score, "loo")
     fake_run(entries, "Pendulum-v1", 0, -200.0, "value", budget=1000)
     fake_run(loo, "Pendulum-v1", 0, -150.0, "loo", budget=2000)  # another budget: not compared
+    # The entry changed since the variant ran (its initial noise): not a comparison of baselines either.
+    fake_run(entries, "Hopper-v5", 0, 2000.0, "value", gae_lambda=0.95, policy_kwargs={"log_std_init": 0.0})
+    fake_run(loo, "Hopper-v5", 0, 1000.0, "loo", gae_lambda=1.0, policy_kwargs={"log_std_init": -0.5})
     argv = ["--variant", f"loo={loo}", "--entries", str(entries), "--out", str(tmp_path / "out")]
     assert module.main(argv) == 0
     table = (tmp_path / "out.md").read_text()
@@ -390,7 +396,10 @@ def test_baseline_learning_compares_the_seeds_both_sides_finished_at_one_budget(
     assert row.startswith("| CartPole-v1 | 2 | mean | 15.0 [")
     assert row.endswith("| 1.00 [1.00, 1.00] |")
     assert "Pendulum-v1" not in table
-    assert "Pendulum-v1: loo was trained on 2000 steps, the entry on 1000; left out" in capsys.readouterr().err
+    assert "Hopper-v5" not in table
+    err = capsys.readouterr().err
+    assert "Pendulum-v1: loo was trained on 2000 steps, the entry on 1000; left out" in err
+    assert "Hopper-v5: loo differs from the entry in policy_kwargs too; left out" in err
     assert (tmp_path / "out" / "plots" / "CartPole-v1.png").stat().st_size > 0
     with pytest.raises(SystemExit):
         module.main(["--variant", "loo", "--out", str(tmp_path / "out")])
