@@ -500,6 +500,24 @@ def test_benchmark_baselines_take_their_own_number_of_seeds(tmp_path: Path, caps
     assert "--baseline-seeds" in capsys.readouterr().err
 
 
+def test_benchmark_seeds_can_differ_per_env(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # As the results have it: 10 seeds on the core MuJoCo tasks, 5 elsewhere, in one table.
+    argv = ["benchmark", "--envs", "CartPole-v1", "Acrobot-v1", "--seeds", "1", "Acrobot-v1=2", "--table-only"]
+    assert cli([*argv, "--n-timesteps", "600", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "3 runs, 0 already done, 3 to do" in out
+    assert "reinforce CartPole-v1 seed 0, reinforce Acrobot-v1 seed 0, reinforce Acrobot-v1 seed 1" in out
+    assert "--seeds 1 Acrobot-v1=2 --n-timesteps 600" in (tmp_path / "benchmark.md").read_text()
+    for seeds, message in [
+        (["1", "Pendulum-v1=2"], "--seeds names Pendulum-v1, which is not among the envs benchmarked"),
+        (["1", "2"], "--seeds takes one number for every env and ENV=N for others, got 1 and 2"),
+        (["Acrobot-v1=0"], "--seeds, --baseline-seeds and --jobs must be >= 1"),
+        (["Acrobot-v1=x"], "argument --seeds: expected N or ENV=N with N a whole number, got 'Acrobot-v1=x'"),
+    ]:
+        assert cli([*argv[:5], *seeds, "--table-only", "--out", str(tmp_path)]) == 2
+        assert message in capsys.readouterr().err
+
+
 def test_benchmark_hyperparams_are_an_ablation_of_reinforce_alone(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

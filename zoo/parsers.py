@@ -127,12 +127,30 @@ def evaluate_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def seeds_item(text: str) -> int | tuple[str, int]:
+    """One item of ``benchmark --seeds``: a number of seeds for every env (``N``), or for one (``ENV=N``)."""
+    env_id, _, count = text.rpartition("=")
+    try:
+        number = int(count)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected N or ENV=N with N a whole number, got {text!r}") from None
+    return (env_id, number) if env_id else number
+
+
 def benchmark_parser() -> argparse.ArgumentParser:
     parser = helptext.parser("python -m zoo benchmark", docstring("zoo.benchmark"))
     parser.add_argument(
         "--envs", nargs="*", default=None, help="env ids (default: every env of reinforce.yml; --quick: CartPole-v1)"
     )
-    parser.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (default: 5; --quick: 2)")
+    parser.add_argument(
+        "--seeds",
+        nargs="+",
+        type=seeds_item,
+        default=None,
+        metavar="N|ENV=N",
+        help="seeds 0..N-1 for every env, and ENV=N for an env that takes another number, e.g. --seeds 5 "
+        "Hopper-v5=10 (default: 5; --quick: 2)",
+    )
     parser.add_argument(
         "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: the machine's cores)"
     )
