@@ -516,6 +516,15 @@ def test_benchmark_seeds_can_differ_per_env(tmp_path: Path, capsys: pytest.Captu
     ]:
         assert cli([*argv[:5], *seeds, "--table-only", "--out", str(tmp_path)]) == 2
         assert message in capsys.readouterr().err
+    # The baselines' seeds take the same form; by default each env's are Reinforce's.
+    baselines = [*argv, "--baselines", "a2c", "--baseline-seeds", "CartPole-v1=3", "--out", str(tmp_path)]
+    assert cli(baselines) == 0
+    out = capsys.readouterr().out
+    assert "8 runs, 0 already done, 8 to do" in out  # reinforce 1 + 2, a2c 3 on CartPole + 2 on Acrobot
+    assert "a2c CartPole-v1 seed 2, " in out
+    assert "a2c Acrobot-v1 seed 1" in out
+    assert cli([*argv, "--baseline-seeds", "Pendulum-v1=1", "--out", str(tmp_path)]) == 2
+    assert "--baseline-seeds names Pendulum-v1" in capsys.readouterr().err
 
 
 def test_benchmark_hyperparams_are_an_ablation_of_reinforce_alone(

@@ -135,9 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     check_budget_flag(args.n_timesteps)
     hyperparams = tuple(parse_overrides(args.hyperparams).items())
     envs = args.envs or (QUICK_ENVS if args.quick else known_env_ids())
-    seeds = seed_counts(args.seeds, envs, args.quick)
+    seeds = seed_counts(args.seeds, envs, dict.fromkeys(envs, 2 if args.quick else 5), "--seeds")
+    baseline_seeds = seed_counts(args.baseline_seeds, envs, seeds, "--baseline-seeds")
     n_timesteps = args.n_timesteps or (QUICK_TIMESTEPS if args.quick else None)
-    if min(seeds.values()) < 1 or (args.baseline_seeds is not None and args.baseline_seeds < 1) or args.jobs < 1:
+    if min(*seeds.values(), *baseline_seeds.values()) < 1 or args.jobs < 1:
         raise ZooError("--seeds, --baseline-seeds and --jobs must be >= 1")
     for env_id in envs:
         check_env_id(env_id)
@@ -146,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         Task(algo, env_id, seed, n_timesteps, str(out), hyperparams if algo == "reinforce" else ())
         for env_id in envs
         for algo in algos_with_hyperparams(algos, env_id)
-        for seed in range(seeds[env_id] if algo == "reinforce" or args.baseline_seeds is None else args.baseline_seeds)
+        for seed in range((seeds if algo == "reinforce" else baseline_seeds)[env_id])
     ]
     todo, records = plan(tasks)
     where = f"on Ray ({args.ray})" if args.ray else f"with {args.jobs} workers"
@@ -221,18 +222,19 @@ def results_folder(out_flag: str | None, quick: bool) -> Path:
     return out
 
 
-def seed_counts(items: list[int | tuple[str, int]] | None, envs: list[str], quick: bool) -> dict[str, int]:
-    """Reinforce's number of seeds for each env of ``envs``, from ``--seeds N ENV=N ...``: N for every env (default
-    5; --quick: 2), ENV=N for one that takes another number (the core MuJoCo tasks take 10 in the results)."""
+def seed_counts(
+    items: list[int | tuple[str, int]] | None, envs: list[str], defaults: dict[str, int], flag: str
+) -> dict[str, int]:
+    """The number of seeds for each env of ``envs`` from ``FLAG N ENV=N ...``: N for every env, ENV=N for one that
+    takes another number (the core MuJoCo tasks take 10 in the results); ``defaults`` where the flag says nothing."""
     counts = [item for item in items or [] if isinstance(item, int)]
     if len(counts) > 1:
-        raise ZooError(f"--seeds takes one number for every env and ENV=N for others, got {counts[0]} and {counts[1]}")
+        raise ZooError(f"{flag} takes one number for every env and ENV=N for others, got {counts[0]} and {counts[1]}")
     per_env = dict(item for item in items or [] if isinstance(item, tuple))
     unknown = sorted(set(per_env) - set(envs))
     if unknown:
-        raise ZooError(f"--seeds names {unknown[0]}, which is not among the envs benchmarked: {', '.join(envs)}")
-    default = counts[0] if counts else (2 if quick else 5)
-    return {env_id: per_env.get(env_id, default) for env_id in envs}
+        raise ZooError(f"{flag} names {unknown[0]}, which is not among the envs benchmarked: {', '.join(envs)}")
+    return {env_id: per_env.get(env_id, counts[0] if counts else defaults[env_id]) for env_id in envs}
 
 
 def algos_with_hyperparams(algos: list[str], env_id: str) -> list[str]:
@@ -246,19 +248,22 @@ def algos_with_hyperparams(algos: list[str], env_id: str) -> list[str]:
     return kept
 
 
+def seeds_flag(flag: str, items: list[int | tuple[str, int]] | None) -> str:
+    """``--seeds`` or ``--baseline-seeds`` as it was given (nothing when it was not)."""
+    if items is None:
+        return ""
+    return f" {flag} " + " ".join(str(item) if isinstance(item, int) else f"{item[0]}={item[1]}" for item in items)
+
+
 def reproduce_command(args: argparse.Namespace, hyperparams: tuple[tuple[str, Any], ...]) -> str:
     """The command that reproduces the table, as the table states it: the flags that were given."""
     command = "python -m zoo benchmark" + (" --quick" if args.quick else "")
     if args.envs:
         command += " --envs " + " ".join(args.envs)
-    if args.seeds is not None:
-        command += " --seeds " + " ".join(
-            str(item) if isinstance(item, int) else "=".join(map(str, item)) for item in args.seeds
-        )
+    command += seeds_flag("--seeds", args.seeds)
     if args.baselines:
         command += f" --baselines {args.baselines}"
-    if args.baseline_seeds is not None:
-        command += f" --baseline-seeds {args.baseline_seeds}"
+    command += seeds_flag("--baseline-seeds", args.baseline_seeds)
     if args.n_timesteps is not None:
         command += f" --n-timesteps {args.n_timesteps}"
     command += hyperparams_flag(hyperparams)

@@ -128,7 +128,8 @@ def evaluate_parser() -> argparse.ArgumentParser:
 
 
 def seeds_item(text: str) -> int | tuple[str, int]:
-    """One item of ``benchmark --seeds``: a number of seeds for every env (``N``), or for one (``ENV=N``)."""
+    """One item of ``benchmark --seeds`` or ``--baseline-seeds``: a number of seeds for every env (``N``), or for
+    one (``ENV=N``)."""
     env_id, _, count = text.rpartition("=")
     try:
         number = int(count)
@@ -166,7 +167,12 @@ def benchmark_parser() -> argparse.ArgumentParser:
         help="train nothing: write the table of the runs already finished and list the others (default: off)",
     )
     parser.add_argument(
-        "--baseline-seeds", type=int, default=None, help="seeds 0..N-1 for the baselines (default: --seeds)"
+        "--baseline-seeds",
+        nargs="+",
+        type=seeds_item,
+        default=None,
+        metavar="N|ENV=N",
+        help="seeds 0..N-1 for the baselines, as --seeds (default: --seeds)",
     )
     parser.add_argument("--n-timesteps", type=int, default=None, help="override every budget (default: tuned)")
     parser.add_argument(
