@@ -408,9 +408,9 @@ def test_ctrl_c_on_the_driver_stops_its_tasks_and_leaves_no_scratch(cluster: Any
     driver = driver_for_ctrl_c("", [*LONG, "--out", str(tmp_path), "--ray", cluster.address])
     try:
         # The event: both tasks train, each in its scratch folder on its node (runs of minutes, far from done), past
-        # their first update (its log written). Pressed earlier, while a task was still starting (imports, numba's
-        # kernels, the envs), one task outlasted the cancel's grace on a loaded machine and its killed worker kept
-        # its folder; the promise is about a task that trains.
+        # their first update (its log written). A task then still compiles numba's kernels, where Ray's interrupt
+        # used to be lost (in llvmlite's ctypes callback): the task trained on and its killed worker kept its
+        # folder. The interrupt is now repeated until the task stops (tests/test_interrupts.py).
         with within(START_S):
             while len([folder for folder in scratch_folders() if has_updated(folder)]) < 2:
                 assert driver.poll() is None, f"the driver ended before its tasks started: {driver.communicate()[1]}"

@@ -38,6 +38,9 @@ ALLOWED_PRIVATE = {
         "Distribution._validate_args",
     ): "torch sets the default validation flag publicly but reads it nowhere public; guarded by "
     "test_torch_keeps_its_default_validation_flag_where_the_agent_format_reads_it",
+    ("zoo/interrupts.py", "_thread"): "the standard library's documented module for interrupting the main thread "
+    "without an OS signal, as Ray's cancel does: a Ray worker blocks SIGINT in its threads, where a signal raised "
+    "stays pending; guarded by tests/test_interrupts.py",
 }
 
 # Names with a leading underscore that are public API all the same: a named tuple's methods take one so as not to

@@ -1,12 +1,21 @@
-"""SIGTERM handled as Ctrl-C while a driver waits on runs it started elsewhere (worker processes, Ray tasks)."""
+"""Interrupts that reach their code: SIGTERM handled as Ctrl-C while a driver waits on runs it started elsewhere
+(worker processes, Ray tasks), and a cancelled Ray task's interrupt repeated until the task has stopped."""
 
 from __future__ import annotations
 
+import _thread
 import contextlib
+import shutil
 import signal
 import threading
+import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from types import FrameType
+
+# How often a cancelled task is interrupted again while it has not stopped (see :func:`interrupted_until_stopped`):
+# well inside the driver's grace before it kills the worker (zoo.ray_backend.CANCEL_GRACE_S).
+INTERRUPT_REPEAT_S = 1.0
 
 
 @contextlib.contextmanager
@@ -30,3 +39,78 @@ def terminated_as_interrupted() -> Iterator[None]:
     finally:
         # None: a handler installed outside Python (Ray's, in C++), which Python cannot put back.
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+@contextlib.contextmanager
+def interrupted_until_stopped(every_s: float = INTERRUPT_REPEAT_S) -> Iterator[None]:
+    """Once interrupted (SIGINT, or Ray's cancel, which calls ``_thread.interrupt_main``), the block is interrupted
+    again every ``every_s`` until it has been left.
+
+    Why: Python raises the KeyboardInterrupt in whatever code the main thread runs at that moment, and when that is a
+    callback from C (numba's compiler calling llvmlite through ctypes, while a training compiles its kernels), a
+    finalizer or a weakref callback, the exception is printed as "Exception ignored" and lost. A Ray task cancelled
+    so trained on until the driver killed its worker, which left the task's scratch folder behind (seen in the
+    workers' logs of a loaded machine, cancels pressed while fresh workers compiled the kernels). Only the main
+    thread can take signals: elsewhere this does nothing.
+
+    The handler is installed whatever the one inherited: the workers of a Ray node started in the background (`ray
+    start ... &` in a script) inherit SIGINT ignored, where ``_thread.interrupt_main``, and so Ray's cancel, does
+    nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    interrupted = threading.Event()
+    left = threading.Event()
+    # Held while the repeater decides to interrupt and does: once the block has set `left` under it, no new
+    # interrupt is sent (one already sent can still land after the block: callers must survive it, see
+    # :func:`scratch_folder`).
+    deciding = threading.Lock()
+
+    def on_interrupt(signum: int, frame: FrameType | None) -> None:
+        interrupted.set()
+        raise KeyboardInterrupt
+
+    def repeat() -> None:
+        while not left.wait(every_s):
+            with deciding:
+                if interrupted.is_set() and not left.is_set():
+                    # Not an OS signal (signal.raise_signal): a Ray worker blocks SIGINT in its threads, so one
+                    # raised would stay pending. interrupt_main runs the handler in the main thread, as Ray does.
+                    _thread.interrupt_main(signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    repeater = threading.Thread(target=repeat, name="interrupt-repeater", daemon=True)
+    repeater.start()
+    try:
+        yield
+    finally:
+        with deciding:
+            left.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
+
+
+@contextlib.contextmanager
+def scratch_folder(parent: Path, prefix: str) -> Iterator[Path]:
+    """A new folder ``parent/<prefix><random hex>``, removed when the block ends, an interrupt during the removal
+    included.
+
+    A second interrupt (repeated by :func:`interrupted_until_stopped`, or a second Ctrl-C) that lands in
+    ``shutil.rmtree`` would stop it half-way and keep the folder: the removal is then started again, and the
+    interrupt raised once it is done. The folder is made inside the ``try`` (its 128-bit random name is no other
+    folder's), so an interrupt before it exists leaves nothing behind either.
+    """
+    folder = parent / f"{prefix}{uuid.uuid4().hex}"
+    try:
+        folder.mkdir(mode=0o700)
+        yield folder
+    finally:
+        interrupted = False
+        while True:
+            try:
+                shutil.rmtree(folder, ignore_errors=True)
+                break
+            except KeyboardInterrupt:
+                interrupted = True
+        if interrupted:
+            raise KeyboardInterrupt

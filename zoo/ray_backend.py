@@ -23,11 +23,9 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import socket
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -37,7 +35,7 @@ from typing import Any
 from zoo.checks import shown
 from zoo.errors import ZooError, first_line
 from zoo.folders import move_into_place
-from zoo.interrupts import terminated_as_interrupted
+from zoo.interrupts import interrupted_until_stopped, scratch_folder, terminated_as_interrupted
 from zoo.measure import Task, check_task_result, train_to_staging
 
 # Retries of a task whose worker process or node died (Ray's max_retries); an exception raised by the training is
@@ -66,15 +64,11 @@ def train_remotely(task: Task) -> tuple[dict[str, Any], dict[str, bytes], str]:
     """On a node: train ``task`` in a scratch folder; return its record, its files' bytes, and the node's name."""
     import ray
 
-    # Ray cancels a task by raising KeyboardInterrupt in it through Python's SIGINT handler (_thread.interrupt_main),
-    # which does nothing in a worker that inherited SIGINT ignored: every worker of a node started in the background
-    # (`ray start ... &` in a script). Such a task would train on until its worker is killed, leaving its folder.
-    if threading.current_thread() is threading.main_thread() and not callable(signal.getsignal(signal.SIGINT)):
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    # A cancelled task is interrupted (KeyboardInterrupt) where it trains, so the folder goes with it; only a killed
-    # worker leaves it, which the driver avoids (see :func:`cancel`).
-    with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX, ignore_cleanup_errors=True) as scratch:
-        record, staging = train_to_staging(task, Path(scratch))
+    # A cancelled task is interrupted (KeyboardInterrupt) where it trains, again until it has stopped (the first
+    # interrupt can be lost), and removes its folder however often it is interrupted; only a killed worker leaves the
+    # folder, which the driver avoids (see :func:`cancel`).
+    with scratch_folder(Path(tempfile.gettempdir()), SCRATCH_PREFIX) as scratch, interrupted_until_stopped():
+        record, staging = train_to_staging(task, scratch)
         files = {path.name: path.read_bytes() for path in staging.iterdir()}
     node = f"{ray.util.get_node_ip_address()}/{ray.get_runtime_context().get_node_id()[:6]}"
     return record, files, node
