@@ -62,10 +62,6 @@ def interrupted_until_stopped(every_s: float = INTERRUPT_REPEAT_S) -> Iterator[N
         return
     interrupted = threading.Event()
     left = threading.Event()
-    # Held while the repeater decides to interrupt and does: once the block has set `left` under it, no new
-    # interrupt is sent (one already sent can still land after the block: callers must survive it, see
-    # :func:`scratch_folder`).
-    deciding = threading.Lock()
 
     def on_interrupt(signum: int, frame: FrameType | None) -> None:
         interrupted.set()
@@ -73,20 +69,21 @@ def interrupted_until_stopped(every_s: float = INTERRUPT_REPEAT_S) -> Iterator[N
 
     def repeat() -> None:
         while not left.wait(every_s):
-            with deciding:
-                if interrupted.is_set() and not left.is_set():
-                    # Not an OS signal (signal.raise_signal): a Ray worker blocks SIGINT in its threads, so one
-                    # raised would stay pending. interrupt_main runs the handler in the main thread, as Ray does.
-                    _thread.interrupt_main(signal.SIGINT)
+            if interrupted.is_set() and not left.is_set():
+                # Not an OS signal (signal.raise_signal): a Ray worker blocks SIGINT in its threads, so one raised
+                # would stay pending. interrupt_main runs the handler in the main thread, as Ray does. One sent as
+                # the block is left lands after it: callers must survive it (see :func:`scratch_folder`).
+                _thread.interrupt_main(signal.SIGINT)
 
     previous = signal.signal(signal.SIGINT, on_interrupt)
-    repeater = threading.Thread(target=repeat, name="interrupt-repeater", daemon=True)
-    repeater.start()
+    threading.Thread(target=repeat, name="interrupt-repeater", daemon=True).start()
     try:
         yield
     finally:
-        with deciding:
-            left.set()
+        # Set whatever lands first: a repeater left running would interrupt the worker's next task.
+        while not left.is_set():
+            with contextlib.suppress(KeyboardInterrupt):
+                left.set()
         signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
 
 
