@@ -62,6 +62,9 @@ def interrupted_until_stopped(every_s: float = INTERRUPT_REPEAT_S) -> Iterator[N
         return
     interrupted = threading.Event()
     left = threading.Event()
+    # The repeater checks `left` and sends under it, and the block sets `left` under it: once set, nothing more is
+    # sent. Reentrant, so that an interrupt landing as the block takes it cannot leave the block waiting on itself.
+    deciding = threading.RLock()
 
     def on_interrupt(signum: int, frame: FrameType | None) -> None:
         interrupted.set()
@@ -69,21 +72,26 @@ def interrupted_until_stopped(every_s: float = INTERRUPT_REPEAT_S) -> Iterator[N
 
     def repeat() -> None:
         while not left.wait(every_s):
-            if interrupted.is_set() and not left.is_set():
-                # Not an OS signal (signal.raise_signal): a Ray worker blocks SIGINT in its threads, so one raised
-                # would stay pending. interrupt_main runs the handler in the main thread, as Ray does. One sent as
-                # the block is left lands after it: callers must survive it (see :func:`scratch_folder`).
-                _thread.interrupt_main(signal.SIGINT)
+            with deciding:
+                if interrupted.is_set() and not left.is_set():
+                    # Not an OS signal (signal.raise_signal): a Ray worker blocks SIGINT in its threads, so one
+                    # raised would stay pending. interrupt_main runs the handler in the main thread, as Ray does.
+                    _thread.interrupt_main(signal.SIGINT)
 
     previous = signal.signal(signal.SIGINT, on_interrupt)
     threading.Thread(target=repeat, name="interrupt-repeater", daemon=True).start()
     try:
         yield
     finally:
-        # Set whatever lands first: a repeater left running would interrupt the worker's next task.
-        while not left.is_set():
-            with contextlib.suppress(KeyboardInterrupt):
-                left.set()
+        # An interrupt sent just before lands here: it is dropped (the block is being left) and `left` set again,
+        # since a repeater left running would interrupt whatever comes next (a reused Ray worker's next task).
+        while True:
+            try:
+                with deciding:
+                    left.set()
+                break
+            except KeyboardInterrupt:
+                continue
         signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
 
 
