@@ -15,8 +15,10 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,7 +40,7 @@ from zoo.cli import main as cli
 from zoo.config import get_config
 from zoo.errors import ZooError
 from zoo.factories import make_model, training_envs
-from zoo.measure import Task, run_task, train_to_staging
+from zoo.measure import Task, hyperparams_flag, run_task, train_to_staging
 from zoo.runs import RESULT_FILE
 from zoo.train import TrainResult, train
 
@@ -452,3 +454,84 @@ def test_the_benchmark_starts_a_run_with_a_corrupt_checkpoint_over(
     assert record["resumed_at"] == []
     assert "is corrupt or was modified" in capsys.readouterr().err
     assert RESULT_FILE in {path.name for path in staging.iterdir()}
+
+
+# Imported by every process of a `zoo benchmark` started with its folder on PYTHONPATH, the spawned workers included:
+# each run blocks right after its first checkpoint (an event, not a time), and its Ctrl-C save takes a second, long
+# enough for a worker killed as it saves to be seen.
+BLOCKING_WORKERS = """
+import time
+import zoo.train
+
+save_checkpoint, save_final = zoo.train.save_checkpoint, zoo.train.save_final
+
+def save_then_block(*args, **kwargs):
+    save_checkpoint(*args, **kwargs)
+    while True:
+        time.sleep(0.05)
+
+def slow_save_final(*args, **kwargs):
+    time.sleep(1.0)
+    return save_final(*args, **kwargs)
+
+zoo.train.save_checkpoint, zoo.train.save_final = save_then_block, slow_save_final
+"""
+
+
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"], ids=["ctrl-c", "kill"])
+def test_an_interrupted_benchmark_saves_each_run_whole_and_resumes(signal_name: str, tmp_path: Path) -> None:
+    """Ctrl-C in a terminal reaches the driver and its workers; a scheduler's SIGTERM the driver alone. Either way
+    each worker saves its run as it is, completely (no temporary file left), the driver waits for that, and the same
+    command then resumes every run from its checkpoint."""
+    patches = tmp_path / "patches"
+    patches.mkdir()
+    (patches / "sitecustomize.py").write_text(BLOCKING_WORKERS)
+    out = tmp_path / "out"
+    command = [
+        *("-m", "zoo", "benchmark", "--envs", "CartPole-v1", "--seeds", "2", "--jobs", "2", "--n-timesteps", "2000"),
+        *shlex.split(hyperparams_flag(BENCHMARK_HYPERPARAMS)),
+        *("--out", str(out)),
+    ]
+    environment = {**os.environ, "OMP_NUM_THREADS": "1"}
+    driver = subprocess.Popen(
+        [sys.executable, *command],
+        env={**environment, "PYTHONPATH": os.pathsep.join([str(patches), str(ROOT)])},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    partials = [out / "runs" / "reinforce" / "CartPole-v1" / f"seed{seed}.partial" for seed in (0, 1)]
+    try:
+        for partial in partials:
+            manifest = partial / "reinforce" / "CartPole-v1_1" / CHECKPOINT_DIR / MANIFEST
+            while not manifest.is_file():  # each worker blocks once it is there
+                assert driver.poll() is None, driver.communicate()[1][-3000:]
+                time.sleep(0.2)
+        if signal_name == "SIGINT":
+            os.killpg(driver.pid, signal.SIGINT)
+        else:
+            driver.send_signal(signal.SIGTERM)
+        _, err = driver.communicate(timeout=300)
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.communicate()
+    assert driver.returncode == 130, err[-3000:]
+    assert "interrupted: the finished runs are kept" in err, err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    assert err.count("interrupted after") == 2, err[-3000:]
+    for partial in partials:
+        run_dir = partial / "reinforce" / "CartPole-v1_1"
+        assert Reinforce.load(run_dir / "CartPole-v1.zip", device="cpu").num_timesteps < 2000
+        assert (run_dir / "vec_normalize.json").is_file()
+    assert [path for path in out.rglob("*") if ".tmp-" in path.name] == []
+
+    resumed = subprocess.run(
+        [sys.executable, *command], env={**environment, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True
+    )
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    for seed in (0, 1):
+        record = json.loads((out / "runs" / "reinforce" / "CartPole-v1" / f"seed{seed}" / RESULT_FILE).read_text())
+        assert record["resumed_at"] != [], record
+    assert not any(partial.exists() for partial in partials)

@@ -25,6 +25,7 @@ of each baseline, and their intervals (``zoo.statistics``).
 from __future__ import annotations
 
 import argparse
+import functools
 import multiprocessing
 import os
 import shlex
@@ -51,7 +52,7 @@ from zoo.config import config_difference, known_env_ids, load_file
 from zoo.errors import ZooError
 from zoo.factories import check_env_id
 from zoo.folders import make_folder
-from zoo.interrupts import terminated_as_interrupted
+from zoo.interrupts import run_in_worker, stopped_by_the_driver, terminated_as_interrupted
 from zoo.measure import Task, hyperparams_flag, read_record, run_task
 from zoo.parsers import DEFAULT_OUT, QUICK_TIMESTEPS, benchmark_parser, check_budget_flag, parse_overrides
 from zoo.ray_backend import run_on_ray
@@ -281,8 +282,10 @@ def execute(
     """
     if ray_address is not None:
         return run_on_ray(todo, ray_address, jobs, on_record)
-    with terminated_as_interrupted(), multiprocessing.get_context("spawn").Pool(min(jobs, len(todo))) as pool:
-        for record in pool.imap_unordered(run_task, todo):
+    # Interrupted, the pool's exit terminates the workers and waits for them: each saves its run as it is first.
+    context = multiprocessing.get_context("spawn")
+    with terminated_as_interrupted(), context.Pool(min(jobs, len(todo)), initializer=stopped_by_the_driver) as pool:
+        for record in pool.imap_unordered(functools.partial(run_in_worker, run_task), todo):
             on_record(record)
             print(
                 f"done {record['algo']} {record['env_id']} seed {record['seed']}: "

@@ -1,5 +1,6 @@
 """Interrupts that reach their code: SIGTERM handled as Ctrl-C while a driver waits on runs it started elsewhere
-(worker processes, Ray tasks), and a cancelled Ray task's interrupt repeated until the task has stopped."""
+(worker processes, Ray tasks), a local worker stopped by its driver alone, and a cancelled Ray task's interrupt
+repeated until the task has stopped."""
 
 from __future__ import annotations
 
@@ -9,9 +10,13 @@ import shutil
 import signal
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
+from typing import TypeVar
+
+Argument = TypeVar("Argument")
+Result = TypeVar("Result")
 
 # How often a cancelled task is interrupted again while it has not stopped (see :func:`interrupted_until_stopped`):
 # well inside the driver's grace before it kills the worker (zoo.ray_backend.CANCEL_GRACE_S).
@@ -39,6 +44,44 @@ def terminated_as_interrupted() -> Iterator[None]:
     finally:
         # None: a handler installed outside Python (Ray's, in C++), which Python cannot put back.
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+# Whether this worker process is inside a task (see :func:`stopped_by_the_driver`).
+_in_task = False
+
+
+def stopped_by_the_driver() -> None:
+    """Initializer of a local worker process (``multiprocessing.Pool``) whose tasks run through :func:`run_in_worker`:
+    Ctrl-C is its driver's alone, and the driver's SIGTERM (``Pool.terminate``, which then waits for each worker to
+    exit) interrupts the task as Ctrl-C would, so that a run saves what it has and each file being written is
+    finished or removed; the worker then exits quietly, in a task or between two.
+
+    Why: a terminal's Ctrl-C reaches every process of its group. A worker that took it began to save its model while
+    the driver, interrupted too, terminated it, and SIGTERM's default action ended it in the middle of an atomic
+    write, whose temporary file was left behind (empty ``.<env>.tmp-<pid>-<id>.zip`` files in the runs' partial
+    folders). Now each worker takes a single interrupt, from its driver, and its cleanup runs.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        if _in_task:
+            raise KeyboardInterrupt
+        raise SystemExit(1)  # between tasks: nothing to save, and no traceback from the pool's own loop
+
+    signal.signal(signal.SIGTERM, stop)
+
+
+def run_in_worker(function: Callable[[Argument], Result], argument: Argument) -> Result:
+    """``function(argument)`` in a worker set up by :func:`stopped_by_the_driver`; interrupted, the worker exits
+    with status 1 once the task's own Ctrl-C path has run (it says what it saved), without a traceback."""
+    global _in_task
+    _in_task = True
+    try:
+        return function(argument)
+    except KeyboardInterrupt:
+        raise SystemExit(1) from None
+    finally:
+        _in_task = False
 
 
 @contextlib.contextmanager
