@@ -526,6 +526,8 @@ def test_an_interrupted_benchmark_saves_each_run_whole_and_resumes(signal_name: 
         assert Reinforce.load(run_dir / "CartPole-v1.zip", device="cpu").num_timesteps < 2000
         assert (run_dir / "vec_normalize.json").is_file()
     assert [path for path in out.rglob("*") if ".tmp-" in path.name] == []
+    if signal_name == "SIGTERM":  # what it left is what Ctrl-C left: resuming it once is enough
+        return
 
     resumed = subprocess.run(
         [sys.executable, *command], env={**environment, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True
