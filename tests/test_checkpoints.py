@@ -458,10 +458,14 @@ def test_the_benchmark_starts_a_run_with_a_corrupt_checkpoint_over(
 
 # Imported by every process of a `zoo benchmark` started with its folder on PYTHONPATH, the spawned workers included:
 # each run blocks right after its first checkpoint (an event, not a time), and its Ctrl-C save takes a second, long
-# enough for a worker killed as it saves to be seen.
+# enough for a worker killed as it saves to be seen. Ctrl-C is made to interrupt, as in a terminal: a suite started
+# in the background (`&`, a CI runner's job) ignores SIGINT, and the processes it starts would inherit that.
 BLOCKING_WORKERS = """
+import signal
 import time
 import zoo.train
+
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 save_checkpoint, save_final = zoo.train.save_checkpoint, zoo.train.save_final
 
