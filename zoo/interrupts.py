@@ -46,15 +46,11 @@ def terminated_as_interrupted() -> Iterator[None]:
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
-# Whether this worker process is inside a task (see :func:`stopped_by_the_driver`).
-_in_task = False
-
-
 def stopped_by_the_driver() -> None:
     """Initializer of a local worker process (``multiprocessing.Pool``) whose tasks run through :func:`run_in_worker`:
     Ctrl-C is its driver's alone, and the driver's SIGTERM (``Pool.terminate``, which then waits for each worker to
-    exit) interrupts the task as Ctrl-C would, so that a run saves what it has and each file being written is
-    finished or removed; the worker then exits quietly, in a task or between two.
+    exit) interrupts a task as Ctrl-C would, so that a run saves what it has and each file being written is finished
+    or removed; the worker then exits quietly, in a task or between two.
 
     Why: a terminal's Ctrl-C reaches every process of its group. A worker that took it began to save its model while
     the driver, interrupted too, terminated it, and SIGTERM's default action ended it in the middle of an atomic
@@ -62,26 +58,22 @@ def stopped_by_the_driver() -> None:
     folders). Now each worker takes a single interrupt, from its driver, and its cleanup runs.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _exit_quietly)
 
-    def stop(signum: int, frame: FrameType | None) -> None:
-        if _in_task:
-            raise KeyboardInterrupt
-        raise SystemExit(1)  # between tasks: nothing to save, and no traceback from the pool's own loop
 
-    signal.signal(signal.SIGTERM, stop)
+def _exit_quietly(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(1)  # between tasks: nothing to save, and no traceback from the pool's own loop
 
 
 def run_in_worker(function: Callable[[Argument], Result], argument: Argument) -> Result:
-    """``function(argument)`` in a worker set up by :func:`stopped_by_the_driver`; interrupted, the worker exits
-    with status 1 once the task's own Ctrl-C path has run (it says what it saved), without a traceback."""
-    global _in_task
-    _in_task = True
+    """``function(argument)`` in a worker set up by :func:`stopped_by_the_driver`, SIGTERM raised in it as Ctrl-C
+    (:func:`terminated_as_interrupted`); interrupted, the worker exits with status 1 once the task's own Ctrl-C path
+    has run (it says what it saved), without a traceback."""
     try:
-        return function(argument)
+        with terminated_as_interrupted():
+            return function(argument)
     except KeyboardInterrupt:
         raise SystemExit(1) from None
-    finally:
-        _in_task = False
 
 
 @contextlib.contextmanager
