@@ -23,7 +23,7 @@ import yaml
 from optuna.storages import JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import FixedTrial, TrialState
-from sqlalchemy.exc import IntegrityError, ProgrammingError
+from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from tests.postgres import crash, postgres_server, server_binaries
 from zoo import config as zoo_config
@@ -85,12 +85,17 @@ def tune_process(options: list[str], cwd: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def wait_for(condition: Any, timeout: float, what: str) -> Any:
+def wait_for(condition: Any, timeout: float, what: str, command: subprocess.Popen[str]) -> Any:
+    """Poll ``condition`` until it holds, failing at once with the command's errors if ``command`` ends first."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = condition()
         if found:
             return found
+        if command.poll() is not None:
+            raise AssertionError(
+                f"the command ended (status {command.returncode}) before {what}: {command.communicate()[1][-3000:]}"
+            )
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
 
@@ -310,7 +315,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_trials(tiny: list[str], tmp_pat
         return any(t.state in TERMINAL for t in trials) and bool(running)
 
     try:
-        wait_for(one_done_and_one_running, 90, "a finished trial and a running one")
+        wait_for(one_done_and_one_running, 90, "a finished trial and a running one", process)
     finally:
         process.send_signal(signal.SIGINT)
         _out, err = process.communicate(timeout=60)
@@ -373,7 +378,7 @@ def test_workers_on_two_machines_share_one_postgres_study_and_survive_a_killed_w
         return None
 
     try:
-        killed, pid = wait_for(a_trial_of_the_first_in_training, 600, "a trial of the first command in training")
+        killed, pid = wait_for(a_trial_of_the_first_in_training, 600, "a trial of the first command in training", first)
         os.kill(pid, signal.SIGKILL)
         outputs = [process.communicate(timeout=180) for process in (first, second)]
     finally:
@@ -497,8 +502,9 @@ def test_a_password_in_the_storage_url_is_shown_nowhere(
 def a_trial_done(storage: str | RDBStorage | JournalStorage, name: str) -> bool:
     try:
         trials = optuna.load_study(study_name=name, storage=storage).get_trials(states=TERMINAL)
-    except (KeyError, IntegrityError, ProgrammingError):
-        return False  # not created yet, or this poll raced the schema's creation
+    except (KeyError, IntegrityError, ProgrammingError, OperationalError):
+        # Not created yet, or this poll raced the command creating the schema (SQLite: "table ... already exists").
+        return False
     return len(trials) > 0
 
 
@@ -523,7 +529,7 @@ def test_a_database_that_goes_away_mid_study_is_one_line(jobs: int, tiny: list[s
         options = [*tiny, "--storage", url, "--study", "gone", "--trials", "50", "--jobs", str(jobs)]
         process = tune_process(options, tmp_path)
         try:
-            wait_for(lambda: a_trial_done(rdb_storage(url), "gone"), 600, "a finished trial")
+            wait_for(lambda: a_trial_done(rdb_storage(url), "gone"), 600, "a finished trial", process)
             rdb_storage(url).engine.dispose()
             crash(url)
             assert_lost_storage_line(process, f"lost the storage {url} mid-study")
@@ -541,7 +547,7 @@ def test_a_storage_file_deleted_mid_study_is_one_line(kind: str, tiny: list[str]
     process = tune_process([*tiny, "--storage", url, "--study", "gone", "--trials", "50"], tmp_path)
     try:
         # Generous: on a busy machine the worker's start (torch, SB3) and its first trial take minutes.
-        wait_for(lambda: database.exists() and a_trial_done(reader, "gone"), 600, "a finished trial")
+        wait_for(lambda: database.exists() and a_trial_done(reader, "gone"), 600, "a finished trial", process)
         database.unlink()
         assert_lost_storage_line(process, f"the storage {database} was deleted or replaced mid-study")
     finally:

@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import optuna
@@ -325,3 +326,45 @@ def test_a_trial_whose_worker_died_before_its_first_heartbeat_is_handed_on_after
     for trial, worker in zip(trials, (f"{socket.gethostname()}:{newcomer.pid}", "elsewhere:4242"), strict=False):
         assert trial.user_attrs[FAIL_REASON_ATTR].startswith(f"its worker {worker} sent no heartbeat in the ")
     assert {trial.system_attrs["failed_trial"] for trial in trials[2:]} == {0, 1}
+
+
+# ------------------------------------------------------------------------------------ workers opening together
+
+OPEN_WHEN_TOLD = """
+import sys, time
+from pathlib import Path
+from zoo.tune.storage import StorageSpec
+url, ready, go = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+spec = StorageSpec.parse(url, ready.parent, None, None)
+ready.touch()
+while not go.exists():
+    time.sleep(0.005)
+spec.open()
+"""
+
+
+def test_workers_opening_a_fresh_sqlite_study_together_all_open_it(tmp_path: Path) -> None:
+    # Before: Optuna's tables are created by whichever worker opens the database first, and SQLite reports a worker
+    # that raced another's creation as "table ... already exists" (PostgreSQL: a unique violation, retried): that
+    # worker ended with "cannot open storage". Four workers, released at once on each of three fresh databases.
+    for attempt in range(3):
+        url, go = f"sqlite:///{tmp_path / f'study{attempt}.db'}", tmp_path / f"go{attempt}"
+        ready = [tmp_path / f"ready{attempt}-{worker}" for worker in range(4)]
+        workers = [
+            subprocess.Popen(
+                [sys.executable, "-c", OPEN_WHEN_TOLD, url, str(flag), str(go)], stderr=subprocess.PIPE, text=True
+            )
+            for flag in ready
+        ]
+        try:
+            while not all(flag.exists() for flag in ready):
+                assert all(worker.poll() is None for worker in workers), [w.communicate()[1] for w in workers]
+                time.sleep(0.01)
+            go.touch()
+            errors = [worker.communicate(timeout=300)[1] for worker in workers]
+        finally:
+            for worker in workers:
+                if worker.poll() is None:
+                    worker.kill()
+        assert [worker.returncode for worker in workers] == [0] * 4, errors
+        optuna.create_study(storage=url, study_name="s")  # the schema the winner created is whole

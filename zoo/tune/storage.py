@@ -371,8 +371,11 @@ class StorageSpec:
                         grace_period=self.grace_period,
                         heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY),
                     )
-            except (exc.IntegrityError, exc.ProgrammingError, exc.InternalError) as error:
-                if attempt == OPEN_ATTEMPTS - 1:  # else another worker was creating the tables at the same time
+            except (exc.IntegrityError, exc.ProgrammingError, exc.InternalError, exc.OperationalError) as error:
+                # Another worker creating the tables at the same time: PostgreSQL says so with a unique violation,
+                # SQLite with "table ... already exists"; any other OperationalError (no server) is final.
+                raced = not isinstance(error, exc.OperationalError) or "already exists" in str(error.orig)
+                if not raced or attempt == OPEN_ATTEMPTS - 1:
                     raise ZooError(f"cannot open storage {self.shown}: {first_line(error)}") from None
                 time.sleep(1.0 + attempt)
             except ModuleNotFoundError as error:
