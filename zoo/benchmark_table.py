@@ -8,6 +8,7 @@ across the MuJoCo tasks (:class:`Suite`) and the plots (learning curves, perform
 from __future__ import annotations
 
 import csv
+import textwrap
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -323,7 +324,9 @@ def plot_profile(suite: Suite, out: Path) -> Path:
         band = performance_profile(runs, taus)
         axis.plot(taus, band.point, label=f"{algo} ({sum(len(task) for task in runs)} runs)")
         axis.fill_between(taus, band.low, band.high, alpha=0.2)
-    axis.set_title(f"MuJoCo: {', '.join(task.removesuffix('-v5') for task in suite.tasks)}", fontsize=9)
+    # Wrapped: with six or more tasks one line is wider than the figure.
+    tasks = ", ".join(task.removesuffix("-v5") for task in suite.tasks)
+    axis.set_title(textwrap.fill(f"MuJoCo: {tasks}", 60), fontsize=9)
     axis.set_xlabel("normalized score tau (0: random policy, 1: best mean)")
     axis.set_ylabel("fraction of runs above tau")
     axis.set_ylim(-0.02, 1.02)
