@@ -13,8 +13,10 @@ Usage: ``python benchmarks/convert_vecnormalize.py [FOLDER ...]``: every vecnorm
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
+from zoo.errors import ZooError
 from zoo.runs import PICKLED_VEC_NORMALIZE, VEC_NORMALIZE_JSON, convert_pickled_stats
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -34,7 +36,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     pickles = sorted(path for folder in args.folders for path in folder.rglob(PICKLED_VEC_NORMALIZE))
     for pickled in pickles:
-        print(convert(pickled))
+        try:
+            print(convert(pickled))
+        except ZooError as error:  # one line, as the zoo's commands say it
+            print(f"error: {error}", file=sys.stderr)
+            return 2
     print(f"converted {len(pickles)} {PICKLED_VEC_NORMALIZE} to {VEC_NORMALIZE_JSON}")
     return 0
 

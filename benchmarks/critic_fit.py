@@ -34,7 +34,7 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import sync_envs_normalization
 
 from zoo.config import get_config
-from zoo.evaluate import evaluate_episodes
+from zoo.episodes import evaluate_episodes
 from zoo.factories import make_model, training_envs
 from zoo.machine import cpu_model
 

@@ -32,7 +32,7 @@ import torch as th
 from _common import DEFAULTS_N_ENVS, defaults_model, resumable
 from stable_baselines3.common.env_util import make_vec_env
 
-from zoo.evaluate import evaluate_episodes
+from zoo.episodes import evaluate_episodes
 from zoo.machine import cpu_model
 from zoo.statistics import improvement_interval, iqm_interval
 from zoo.timed_eval import TimedEvalCallback

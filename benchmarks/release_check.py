@@ -37,7 +37,8 @@ from zoo.algos import constructor_keys
 from zoo.config import config_difference, get_config, known_env_ids
 from zoo.hub.card import format_metric
 from zoo.hub.layout import CARD_FILE, RESULTS_FILE
-from zoo.parsers import parse_tune
+from zoo.hub.video import is_mujoco
+from zoo.parsers import CARD_EVAL_EPISODES, CARD_EVAL_SEEDS, parse_tune
 from zoo.tune.objective import CONFIG_ATTR, SCORES_ATTR
 from zoo.tune.storage import JOURNAL_FILE
 from zoo.yaml_data import yaml_numbers
@@ -46,6 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CARDS = ROOT / "hub_cards"
 TUNING_MD = ROOT / "benchmarks" / "results" / "zoo" / "TUNING.md"
 RECORDS = ROOT / "benchmarks" / "results" / "tuning"
+BENCHMARK_RUNS = ROOT / "benchmarks" / "results" / "zoo" / "runs" / "reinforce"
 
 
 # The critic's hyperparameters, and those of them that its fit alone reads (not the joint update).
@@ -106,6 +108,44 @@ def card_record_problems(cards: Path = CARDS) -> list[str]:
             problems.append(f"{cards.name}/{folder.name}/{RESULTS_FILE}: mean_reward is not its episodes' mean")
         if metric != format_metric(results["mean_reward"], results["std_reward"]):
             problems.append(f"{cards.name}/{folder.name}/{CARD_FILE} does not repeat its {RESULTS_FILE}: {metric}")
+        problems += [f"{cards.name}/{folder.name}: {problem}" for problem in evaluation_problems(results)]
+        problems += [f"{cards.name}/{folder.name}: {problem}" for problem in benchmark_problems(folder, results)]
+    return problems
+
+
+def evaluation_problems(results: dict[str, Any]) -> list[str]:
+    """What a card's evaluation lacks of what it promises on any CPU: 50 episodes over 5 eval seeds (a push's
+    defaults), how each ended, and the machine and versions it ran on."""
+    problems = []
+    if results["n_eval_episodes"] < CARD_EVAL_EPISODES or len(results.get("eval_seeds", [])) < CARD_EVAL_SEEDS:
+        problems.append(f"its evaluation is not {CARD_EVAL_EPISODES} episodes over {CARD_EVAL_SEEDS} eval seeds")
+    if "episode_truncated" not in results:
+        problems.append("its results.json does not say how each episode ended")
+    machine = results.get("machine", {})
+    needed = ("cpu", "torch", *(("mujoco",) if is_mujoco(results["env_id"]) else ()))
+    missing = [key for key in needed if key not in machine]
+    if missing:
+        problems.append(f"its results.json does not name the {', '.join(missing)} it was evaluated with")
+    return problems
+
+
+def benchmark_problems(folder: Path, results: dict[str, Any]) -> list[str]:
+    """Whether the card's agent is the benchmark's run it says, with the score every seed's record gives today."""
+    benchmark = results.get("benchmark")
+    if benchmark is None:
+        return ["its agent is not a run of the benchmark (no benchmark section)"]
+    seeds = BENCHMARK_RUNS / folder.name
+    problems = []
+    for entry in benchmark["scores"]:
+        record = seeds / f"seed{entry['seed']}" / "result.json"
+        if not record.is_file():
+            problems.append(f"its benchmark seed {entry['seed']} has no record in {seeds}")
+        elif json.loads(record.read_text())["mean_reward"] != entry["mean_reward"]:
+            problems.append(f"its benchmark seed {entry['seed']} scores otherwise in {record}")
+    agent = json.loads((folder / "config.json").read_text())
+    own = seeds / f"seed{benchmark['seed']}" / "result.json"
+    if own.is_file() and json.loads(own.read_text())["n_timesteps"] != agent["num_timesteps"]:
+        problems.append(f"its agent took other steps than the run that {own} records")
     return problems
 
 

@@ -30,7 +30,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_reinforce import Reinforce
-from zoo.evaluate import evaluate_episodes
+from zoo.episodes import evaluate_episodes
 
 ENV_ID = "Pendulum-v1"
 EPISODE_STEPS = 200

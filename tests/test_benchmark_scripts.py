@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -18,6 +19,7 @@ from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_reinforce import Reinforce
+from tests.helpers import run_record
 from zoo.normalization import VecNormalizeStats
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -231,6 +233,41 @@ def test_release_check_reports_a_card_that_does_not_repeat_its_results(
     assert len(problems) == 2
 
 
+def test_release_check_reports_a_card_without_its_evaluation_over_seeds_or_its_benchmark_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every card carries 50 episodes over 5 eval seeds with how each ended and the machine it ran on, and is the
+    benchmark's run that it names, scoring what the benchmark's records say."""
+    release = load_script("release_check", monkeypatch)
+    cards = packaged_cards(tmp_path, ["CartPole-v1", "Pendulum-v1"])
+    results_file = cards / "Pendulum-v1" / "results.json"
+    results = json.loads(results_file.read_text())
+    first = results["eval_seeds"][0]["episodes"]
+    one_seed = {
+        **results,
+        "n_eval_episodes": first,
+        "eval_seeds": results["eval_seeds"][:1],
+        "episode_rewards": results["episode_rewards"][:first],
+        "episode_lengths": results["episode_lengths"][:first],
+        "machine": {},
+    }
+    del one_seed["episode_truncated"]
+    one_seed["mean_reward"] = float(np.mean(one_seed["episode_rewards"]))
+    one_seed["std_reward"] = float(np.std(one_seed["episode_rewards"]))
+    scores = [{**entry, "mean_reward": entry["mean_reward"] + 1} for entry in results["benchmark"]["scores"]]
+    one_seed["benchmark"] = {**results["benchmark"], "scores": scores}
+    results_file.write_text(json.dumps(one_seed))
+    problems = [p for p in release.card_record_problems(cards) if "README.md does not repeat" not in p]
+    seed = results["benchmark"]["seed"]
+    assert problems[:3] == [
+        "hub_cards/Pendulum-v1: its evaluation is not 50 episodes over 5 eval seeds",
+        "hub_cards/Pendulum-v1: its results.json does not say how each episode ended",
+        "hub_cards/Pendulum-v1: its results.json does not name the cpu, torch it was evaluated with",
+    ]
+    assert f"hub_cards/Pendulum-v1: its benchmark seed {seed} scores otherwise in " in "\n".join(problems[3:])
+    assert len(problems) == 3 + len(scores)
+
+
 def test_release_check_compares_a_packaged_agent_with_the_entry_under_todays_defaults(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -403,3 +440,43 @@ def test_baseline_learning_compares_the_seeds_both_sides_finished_at_one_budget(
     assert (tmp_path / "out" / "plots" / "CartPole-v1.png").stat().st_size > 0
     with pytest.raises(SystemExit):
         module.main(["--variant", "loo", "--out", str(tmp_path / "out")])
+
+
+def test_equal_compute_compares_reinforce_at_ppos_compute_with_ppo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = load_script("equal_compute", monkeypatch)
+    equal, zoo_runs = tmp_path / "equal_compute", tmp_path / "runs"
+
+    def write(folder: Path, algo: str, scores: list[float], steps: int) -> None:
+        for seed, score in enumerate(scores):
+            (folder / f"seed{seed}").mkdir(parents=True)
+            record = {**run_record(algo, "Hopper-v5", seed), "mean_reward": score, "n_timesteps": steps}
+            (folder / f"seed{seed}" / "result.json").write_text(json.dumps(record))
+
+    write(equal / "Hopper-v5" / "runs" / "reinforce" / "Hopper-v5", "reinforce", [3000.0, 3600.0], 2_968_597)
+    write(zoo_runs / "ppo" / "Hopper-v5", "ppo", [3400.0, 3500.0, 3300.0], 1_000_000)
+    write(zoo_runs / "reinforce" / "Hopper-v5", "reinforce", [2400.0, 2500.0], 1_000_000)
+    monkeypatch.setattr(module, "EQUAL", equal)
+    monkeypatch.setattr(module, "ZOO_RUNS", zoo_runs)
+    assert module.main([]) == 0
+    summary = (equal / "summary.md").read_text()
+    # One of two Reinforce runs beats every PPO run, the other none: P = 0.5.
+    assert "| Hopper-v5 | 2,968,597 | 2, 3300.0 [3000.0, 3600.0] | 3000.0, 3600.0 |" in summary
+    assert "Across the 1 tasks: P(Reinforce > PPO) = 0.50" in summary
+    capsys.readouterr()
+
+
+def test_cost_ratio_measures_each_algorithm_on_its_own_core(tmp_path: Path) -> None:
+    pytest.importorskip("mujoco", reason="the mujoco extra is not installed")
+    # A process of its own, as it is run: its workers import the script's functions by the module's name.
+    argv = ["--envs", "InvertedPendulum-v5", "--steps", "256", "--name", "smoke", "--out", str(tmp_path)]
+    script = str(BENCHMARKS / "cost_ratio.py")
+    subprocess.run([sys.executable, script, *argv], check=True, capture_output=True, timeout=600)
+    table = (tmp_path / "smoke.md").read_text()
+    assert "`python benchmarks/cost_ratio.py --steps 256 --name smoke --envs InvertedPendulum-v5`" in table
+    (row,) = [line for line in table.splitlines() if line.startswith("| InvertedPendulum-v5 |")]
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    reinforce, ppo, ratio = float(cells[1].split()[0]), float(cells[2]), float(cells[3])
+    assert reinforce > 0
+    assert ratio == pytest.approx(ppo / reinforce, rel=0.01)

@@ -23,7 +23,7 @@ from sb3_reinforce import Reinforce
 from tests.helpers import one_error_line
 from zoo.cli import main as cli
 from zoo.config import get_config
-from zoo.evaluate import evaluate_episodes
+from zoo.episodes import evaluate_episodes
 from zoo.factories import make_eval_env
 from zoo.rl_zoo3 import main, make_sampler, prune_non_finite, rl_zoo3_entry
 from zoo.runs import load_run
@@ -188,7 +188,8 @@ def zoo_score(model: Path, capsys: pytest.CaptureFixture[str], command: str = "e
     capsys.readouterr()
     flag = "--model" if command == "evaluate" else "--folder"
     argv = [command, "--env", PENDULUM, "--episodes", str(EPISODES), "--seed", str(PLAY_SEED), flag, str(model)]
-    assert cli(argv) == 0
+    # An rl_zoo3 run has no zoo config.yml to rebuild its zip from: loading it unpickles, the user's own run.
+    assert cli([*argv, *(["--allow-pickle"] if command == "evaluate" else [])]) == 0
     found = re.search(r"mean_reward =? ?(-?[0-9.]+) \+/- ", capsys.readouterr().out)
     assert found is not None
     return float(found.group(1))
@@ -196,7 +197,7 @@ def zoo_score(model: Path, capsys: pytest.CaptureFixture[str], command: str = "e
 
 def raw_score(run: Path) -> float:
     """The mean return of the same episodes on raw observations: what the agent scored without its statistics."""
-    model = load_run(run, PENDULUM).model
+    model = load_run(run, PENDULUM, allow_pickle=True).model
     env = make_eval_env(model, PENDULUM, seed=PLAY_SEED)
     try:
         rewards, _ = evaluate_episodes(model, env, EPISODES)
@@ -217,7 +218,9 @@ def test_zoo_evaluate_enjoy_and_push_of_an_rl_zoo3_run_use_its_statistics(
 
     package = tmp_path / "package"
     argv = ["push", "--model", str(rl_zoo3_run), "--env", PENDULUM, "--repo-id", "someone/pendulum", "--no-video"]
-    assert cli([*argv, "--dry-run", str(package), "--eval-seed", str(PLAY_SEED)]) == 0
+    assert cli([*argv, "--dry-run", str(package)]) == 2  # an rl_zoo3 zip is only loaded by unpickling it
+    assert "pass --allow-pickle" in capsys.readouterr().err
+    assert cli([*argv, "--dry-run", str(package), "--eval-seed", str(PLAY_SEED), "--allow-pickle"]) == 0
     packaged = json.loads((package / "config.json").read_text())
     assert packaged["normalize"]
     assert packaged["train_command"] == (params / "command.txt").read_text().strip()  # rl_zoo3's, not zoo train's
@@ -242,7 +245,7 @@ def test_an_rl_zoo3_run_with_only_its_pickle_is_refused_until_converted(
             return (os.mkdir, (str(marker),))
 
     pickled.write_bytes(pickle.dumps(Hostile()))
-    argv = ["evaluate", "--env", PENDULUM, "--episodes", "1", "--model", str(run)]
+    argv = ["evaluate", "--env", PENDULUM, "--episodes", "1", "--model", str(run), "--allow-pickle"]
     assert cli(argv) == 2
     line = one_error_line(capsys)
     assert "whose VecNormalize statistics are only in SB3's pickle Pendulum-v1/vecnormalize.pkl" in line

@@ -246,7 +246,7 @@ def test_train_then_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert cli(["evaluate", "--env", "CartPole-v1", "--model", str(run / "CartPole-v1.zip"), "--episodes", "3"]) == 0
     out = capsys.readouterr().out
     assert "CartPole-v1: mean_reward = " in out
-    assert "over 3 deterministic episodes" in out
+    assert "over 3 episodes (deterministic, eval seed 12345)" in out
     assert "episode lengths: [" in out
 
 
@@ -295,7 +295,7 @@ def test_normalized_continuous_run_saves_statistics(tmp_path: Path, capsys: pyte
         )
         == 0
     )
-    assert "1 stochastic episodes" in capsys.readouterr().out
+    assert "over 1 episode (stochastic, eval seed 12345)" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -328,6 +328,8 @@ def test_evaluate_rejects_a_file_that_is_not_a_model_and_a_model_of_another_env(
     junk = tmp_path / "junk.zip"
     junk.write_text("not a zip")
     assert cli(["evaluate", "--env", "CartPole-v1", "--model", str(junk)]) == 2
+    assert "has no config.yml beside it to rebuild it from" in capsys.readouterr().err
+    assert cli(["evaluate", "--env", "CartPole-v1", "--model", str(junk), "--allow-pickle"]) == 2
     assert "is not a model this zoo can load" in capsys.readouterr().err
     assert (
         cli(
@@ -410,6 +412,7 @@ def test_help_states_defaults(command: str, capsys: pytest.CaptureFixture[str]) 
     assert "usage: python -m zoo " + command in out
     assert "default" in out
     assert "``" not in out  # no reST markup from the docstrings
+    assert re.search(r":[a-z]+:`", out) is None, out  # nor Sphinx roles (benchmark's :mod:`zoo.checkpoints`)
     options = re.split(r"\n  (?=-)", out.split("options:", 1)[1])
     for option in options:
         assert option.count("default") <= 1, option  # each default once

@@ -46,6 +46,7 @@ from zoo.benchmark_table import (
     summarize,
     write_table,
 )
+from zoo.bounds import MAX_SEEDS
 from zoo.checkpoints import checkpointed_runs, read_checkpoint
 from zoo.checks import shown
 from zoo.config import config_difference, known_env_ids, load_file
@@ -136,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     check_budget_flag(args.n_timesteps)
     hyperparams = tuple(parse_overrides(args.hyperparams).items())
     envs = args.envs or (QUICK_ENVS if args.quick else known_env_ids())
+    twice = sorted({env_id for env_id in envs if envs.count(env_id) > 1})
+    if twice:
+        raise ZooError(f"--envs names {', '.join(twice)} more than once: each env is benchmarked once")
     seeds = seed_counts(args.seeds, envs, dict.fromkeys(envs, 2 if args.quick else 5), "--seeds")
     baseline_seeds = seed_counts(args.baseline_seeds, envs, seeds, "--baseline-seeds")
     n_timesteps = args.n_timesteps or (QUICK_TIMESTEPS if args.quick else None)
@@ -180,12 +184,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = summarize(records)
     suite = compare_suite(records)
     command = reproduce_command(args, hyperparams)
-    # The plots before the table: a plot that cannot be written leaves the previous table.
+    # The table first: a plot that cannot be drawn (curves of +/-1e308) costs that plot alone, said in a line.
+    machines = machines_line(records) + (f"\n\n{missing}." if missing else "")
+    write_table(rows, out, command, machines, suite_lines(suite) if suite is not None else [])
     plot_curves(records, out)
     if suite is not None and suite.tasks:
         plot_profile(suite, out)
-    machines = machines_line(records) + (f"\n\n{missing}." if missing else "")
-    write_table(rows, out, command, machines, suite_lines(suite) if suite is not None else [])
     print((out / "benchmark.md").read_text())
     print(f"results in {out}")
     if failed:
@@ -231,7 +235,14 @@ def seed_counts(
     counts = [item for item in items or [] if isinstance(item, int)]
     if len(counts) > 1:
         raise ZooError(f"{flag} takes one number for every env and ENV=N for others, got {counts[0]} and {counts[1]}")
-    per_env = dict(item for item in items or [] if isinstance(item, tuple))
+    pairs = [item for item in items or [] if isinstance(item, tuple)]
+    per_env = dict(pairs)
+    if len(per_env) < len(pairs):
+        twice = next(env_id for env_id, _ in pairs if sum(other == env_id for other, _ in pairs) > 1)
+        raise ZooError(f"{flag} names {twice} twice: give each env one number of seeds")
+    too_many = [count for count in [*counts, *per_env.values()] if count > MAX_SEEDS]
+    if too_many:
+        raise ZooError(f"{flag} takes at most {MAX_SEEDS:,} seeds an env, got {too_many[0]:,}")
     unknown = sorted(set(per_env) - set(envs))
     if unknown:
         raise ZooError(f"{flag} names {unknown[0]}, which is not among the envs benchmarked: {', '.join(envs)}")
@@ -292,4 +303,8 @@ def execute(
                 f"{record['mean_reward']:.1f} +/- {record['std_reward']:.1f} in {record['train_seconds']:.0f} s",
                 flush=True,
             )
+        # Every task is done: let the workers exit on their own before the pool's exit, whose terminate() would
+        # send SIGTERM to workers already running torch's exit handlers ("Exception ignored ... SystemExit: 1").
+        pool.close()
+        pool.join()
     return []

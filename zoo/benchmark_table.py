@@ -8,6 +8,7 @@ across the MuJoCo tasks (:class:`Suite`) and the plots (learning curves, perform
 from __future__ import annotations
 
 import csv
+import sys
 import textwrap
 from collections import Counter
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from zoo.errors import first_line
 from zoo.folders import make_folder, write_atomically
 from zoo.measure import FINAL_EVAL_EPISODES
 from zoo.statistics import (
@@ -288,29 +290,37 @@ def plot_curves(records: list[dict[str, Any]], out: Path) -> list[Path]:
     written = []
     folder = make_folder(out / "plots", "the plots folder")
     for env_id in sorted({r["env_id"] for r in records}):
-        figure, axis = plt.subplots(figsize=(5, 3.2), dpi=80)
-        centres = []
-        for algo in sorted({r["algo"] for r in records if r["env_id"] == env_id}):
-            runs = [r for r in records if r["env_id"] == env_id and r["algo"] == algo and r["curve_timesteps"]]
-            if not runs:
-                continue
-            length = min(len(r["curve_timesteps"]) for r in runs)
-            steps = np.asarray(runs[0]["curve_timesteps"][:length])
-            band = curve_band([r["curve_mean_reward"][:length] for r in runs])
-            axis.plot(steps, band.point, label=f"{algo} ({len(runs)} seeds)")
-            axis.fill_between(steps, band.low, band.high, alpha=0.2)
-            centres.append(band.point)
-        if centres:
-            axis.set_ylim(*curve_range(np.concatenate(centres)))
-        axis.set_title(env_id)
-        axis.set_xlabel("env steps")
-        axis.set_ylabel("eval return (IQM over seeds, 95% CI)")
-        axis.legend(fontsize=7)
-        figure.tight_layout()
-        path = write_atomically(folder / f"{env_id}.png", figure.savefig, "learning-curve plot")
-        plt.close(figure)
-        written.append(path)
+        try:
+            written.append(plot_env(plt, records, env_id, folder))
+        except (ValueError, OverflowError) as error:  # finite curves whose range is not: +/-1e308
+            print(f"warning: no learning-curve plot for {env_id}: {first_line(error)}", file=sys.stderr)
+        finally:
+            plt.close("all")
     return written
+
+
+def plot_env(plt: Any, records: list[dict[str, Any]], env_id: str, folder: Path) -> Path:
+    """The learning-curve plot of ``env_id``'s runs, written into ``folder``."""
+    figure, axis = plt.subplots(figsize=(8, 5), dpi=120)  # 960 x 600 px: readable on the docs page
+    centres = []
+    for algo in sorted({r["algo"] for r in records if r["env_id"] == env_id}):
+        runs = [r for r in records if r["env_id"] == env_id and r["algo"] == algo and r["curve_timesteps"]]
+        if not runs:
+            continue
+        length = min(len(r["curve_timesteps"]) for r in runs)
+        steps = np.asarray(runs[0]["curve_timesteps"][:length])
+        band = curve_band([r["curve_mean_reward"][:length] for r in runs])
+        axis.plot(steps, band.point, label=f"{algo} ({len(runs)} seeds)")
+        axis.fill_between(steps, band.low, band.high, alpha=0.2)
+        centres.append(band.point)
+    if centres:
+        axis.set_ylim(*curve_range(np.concatenate(centres)))
+    axis.set_title(env_id)
+    axis.set_xlabel("env steps")
+    axis.set_ylabel("eval return (IQM over seeds, 95% CI)")
+    axis.legend(fontsize=7)
+    figure.tight_layout()
+    return write_atomically(folder / f"{env_id}.png", figure.savefig, "learning-curve plot")
 
 
 def plot_profile(suite: Suite, out: Path) -> Path:
@@ -319,7 +329,7 @@ def plot_profile(suite: Suite, out: Path) -> Path:
     plt = pyplot()
     pooled = np.concatenate([np.concatenate(runs) for runs in suite.normalized.values()])
     taus = np.linspace(min(0.0, float(pooled.min())), max(1.0, float(pooled.max())), 101)
-    figure, axis = plt.subplots(figsize=(5, 3.2), dpi=80)
+    figure, axis = plt.subplots(figsize=(8, 5), dpi=120)
     for algo, runs in sorted(suite.normalized.items()):
         band = performance_profile(runs, taus)
         axis.plot(taus, band.point, label=f"{algo} ({sum(len(task) for task in runs)} runs)")

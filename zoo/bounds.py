@@ -17,6 +17,10 @@ from zoo.errors import ZooError
 
 # Seeds of numpy and gymnasium are 32-bit and not negative.
 MAX_SEED = 2**32 - 1
+# What one command may be asked for, far above any real use, so that a typo (--seeds 1000000000, --episodes 10**9)
+# is refused at once rather than building a billion tasks or evaluating until killed.
+MAX_SEEDS = 1024
+MAX_EVAL_EPISODES = 100_000
 
 # gymnasium's id form, [namespace/]name[-v<version>], without the "module:" prefix that makes gym.make import a
 # module: an id is only ever looked up in the registry, never imported.
@@ -98,6 +102,13 @@ def check_value(key: str, value: Any, source: str) -> None:
         raise ZooError(f"{source}: {key} must be a scalar, got {shown(value)}")
     elif isinstance(value, float) and not math.isfinite(value):
         raise ZooError(f"{source}: {key} must be finite, got {shown(value)}")
+
+
+def check_episodes(episodes: int, flag: str = "--episodes") -> int:
+    """``episodes`` if it is 1 to :data:`MAX_EVAL_EPISODES`; one ZooError naming ``flag`` otherwise."""
+    if not 1 <= episodes <= MAX_EVAL_EPISODES:
+        raise ZooError(f"{flag} must be between 1 and {MAX_EVAL_EPISODES:,}, got {episodes:,}")
+    return episodes
 
 
 def check_seed(seed: Any, name: str = "seed") -> int:

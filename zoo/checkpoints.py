@@ -515,6 +515,13 @@ def read_checkpoint_of(run_dir: Path, config: dict[str, Any]) -> Checkpoint:
     difference = config_difference(checkpoint.config, config)
     if difference:
         raise ZooError(f"cannot resume {run_dir}: its checkpoint is of another configuration ({difference})")
+    # A checkpoint is written before a collection, which starts only below the budget: one at or past it was not
+    # written by this run.
+    if checkpoint.num_timesteps >= config["n_timesteps"]:
+        raise ZooError(
+            f"cannot resume {run_dir}: its checkpoint is at step {checkpoint.num_timesteps:,}, at or past the run's "
+            f"budget of {config['n_timesteps']:,} steps, where no run writes one"
+        )
     return checkpoint
 
 

@@ -18,7 +18,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -136,12 +138,28 @@ def check_digest(path: Path, size: Any, sha256: Any, record: str) -> Path:
     return path
 
 
+def read_bounded(path: Path, limit: int = MAX_JSON_BYTES) -> bytes:
+    """The bytes of the regular file ``path``, of at most ``limit`` bytes, or one ZooError. Only a regular file: a
+    FIFO would block the read and a device (``/dev/zero``) never end it, and ``stat`` gives both a size of 0. The
+    file is opened without blocking, checked on its descriptor, and read to at most ``limit + 1`` bytes."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    mode = os.fstat(descriptor).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(descriptor)
+        what = "a folder" if stat.S_ISDIR(mode) else "a device, a FIFO or a socket"
+        raise ZooError(f"{path} is not a regular file ({what}): not a file this zoo wrote")
+    with os.fdopen(descriptor, "rb") as file:
+        data = file.read(limit + 1)
+    if len(data) > limit:
+        raise ZooError(f"{path} is larger than {limit >> 20} MB: not a file this zoo wrote")
+    return data
+
+
 def read_json(path: Path, missing: str | None = None) -> Any:
-    """A JSON file of at most :data:`MAX_JSON_BYTES`, or one ZooError (``missing`` replaces "not found")."""
+    """A JSON file of at most :data:`MAX_JSON_BYTES` (:func:`read_bounded`), or one ZooError (``missing`` replaces
+    "not found")."""
     try:
-        if path.stat().st_size > MAX_JSON_BYTES:
-            raise ZooError(f"{path} is larger than {MAX_JSON_BYTES >> 20} MB: not a file this zoo wrote")
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_bounded(path).decode("utf-8"))
     except FileNotFoundError:
         raise ZooError(missing or f"{path} not found") from None
     except (UnicodeDecodeError, ValueError) as error:  # JSONDecodeError, and integers too long to read

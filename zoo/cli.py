@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from importlib import import_module
 
 from zoo.errors import ZooError
+from zoo.helptext import as_invoked
 from zoo.parsers import HELP
 
 # command -> (module, function, one-line help); modules are imported only when their command runs.
@@ -25,11 +27,20 @@ def usage() -> str:
     lines = ["usage: python -m zoo <command> [options]", "", "commands:"]
     lines += [f"  {name:<10} {help_text}" for name, (_, _, help_text) in COMMANDS.items()]
     lines.append("\n`python -m zoo <command> --help` lists a command's options and defaults.")
-    return "\n".join(lines)
+    return as_invoked("\n".join(lines))
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+    try:
+        return run(sys.argv[1:] if argv is None else argv)
+    except BrokenPipeError:
+        # The reader went away (`... --help | head -3`): what it did not read is dropped, without a traceback, and
+        # so is the interpreter's own flush of stdout at exit (Python's documented recipe).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # a shell's status for a process ended by SIGPIPE
+
+
+def run(args: list[str]) -> int:
     if not args or args[0] in {"-h", "--help"}:
         print(usage())
         return 0 if args else 2

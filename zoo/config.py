@@ -17,6 +17,7 @@ import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from sb3_reinforce.variants import VARIANTS
@@ -25,7 +26,7 @@ from zoo.bounds import ENV_ID_FORM, check_bounded, check_env_kwargs, check_seed,
 from zoo.checks import is_number, shown
 from zoo.errors import ZooError
 from zoo.normalization import check_settings
-from zoo.yaml_data import safe_yaml
+from zoo.yaml_data import read_yaml_file, safe_yaml
 
 # Keys that configure the zoo's harness rather than the algorithm's constructor.
 ZOO_KEYS = {
@@ -176,6 +177,19 @@ def get_config(
     return _build(algo, env_id, entry, source=f"{algo}.yml[{key}]")
 
 
+def config_from_file(path: str | Path, algo: str, env_id: str, overrides: dict[str, Any] | None = None) -> RunConfig:
+    """The entry for ``env_id`` of a hyperparameter file of the zoo's shape that is not the zoo's own (rl_zoo3's
+    ``--conf-file``): one the user wrote, or the ``best.yml`` of ``zoo tune export``; ``overrides`` on top."""
+    table = read_yaml_file(path)
+    if not isinstance(table, dict) or not all(isinstance(key, str) for key in table):
+        raise ZooError(f"{path} must be a mapping of env ids to entries, as hyperparams/{algo}.yml is")
+    if env_id not in table:
+        raise ZooError(f"{path} has no entry for {env_id}; its entries: {', '.join(table) or 'none'}")
+    if not isinstance(table[env_id], dict):
+        raise ZooError(f"{path}[{env_id}] must be a mapping of hyperparameters, got {shown(table[env_id])}")
+    return _build(algo, env_id, {**table[env_id], **(overrides or {})}, source=f"{path}[{env_id}]")
+
+
 def _build(algo: str, env_id: str, entry: dict[str, Any], source: str) -> RunConfig:
     if not isinstance(algo, str) or algo not in ALGOS:
         raise ZooError(f"unknown algorithm {shown(algo)}; known: {', '.join(ALGOS)}")
@@ -243,7 +257,7 @@ def config_difference(stored: Any, expected: dict[str, Any]) -> str:
             if inner:
                 return inner
         elif not same_value(stored.get(key), expected.get(key)):
-            return f"{key} {stored.get(key)!r}, now {expected.get(key)!r}"
+            return f"{key} {shown(stored.get(key))}, now {shown(expected.get(key))}"
     return ""
 
 

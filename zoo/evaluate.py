@@ -1,39 +1,22 @@
-"""``python -m zoo evaluate``: mean +/- std return and per-episode lengths of a saved agent (a model zip, the run
-folder of ``zoo train``, or a packaged agent's folder).
+"""python -m zoo evaluate: the mean +/- std return, and every episode's length, of a saved agent: a model zip,
+the run folder of `zoo train`, a packaged agent's folder, or a packaged agent on the Hugging Face Hub (--repo-id).
 
-The module also holds the one episode loop; its env comes from :func:`zoo.factories.make_eval_env`.
-"""
+The agent plays deterministic episodes of its own env (the one its config.yml or config.json names, unless --env
+says another), seen through its VecNormalize statistics when it has them, from the eval seed --seed: the same
+episodes as zoo train's final score with the same seed and number of episodes."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
-from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.evaluation import evaluate_policy
-from stable_baselines3.common.vec_env import VecEnv
 
-from zoo.bounds import check_seed
+from zoo.bounds import check_episodes, check_seed
+from zoo.episodes import check_can_render, episodes, play
 from zoo.errors import ZooError
-from zoo.factories import make_eval_env
 from zoo.parsers import DEFAULT_EVAL_SEED, evaluate_parser
-from zoo.runs import load_run
-
-
-def evaluate_episodes(
-    model: BaseAlgorithm, env: VecEnv, n_episodes: int, deterministic: bool = True, render: bool = False
-) -> tuple[list[float], list[int]]:
-    """Every episode's return and length over ``n_episodes`` episodes of ``env``."""
-    rewards, lengths = evaluate_policy(
-        model,
-        env,
-        n_eval_episodes=n_episodes,
-        deterministic=deterministic,
-        render=render,
-        return_episode_rewards=True,
-        warn=False,
-    )
-    return [float(r) for r in rewards], [int(n) for n in lengths]  # type: ignore[union-attr]
+from zoo.runs import load_run, trained_env_id
 
 
 def evaluate(
@@ -43,27 +26,69 @@ def evaluate(
     deterministic: bool = True,
     render: bool = False,
     seed: int = DEFAULT_EVAL_SEED,
+    allow_pickle: bool = False,
 ) -> tuple[float, float, list[int]]:
     """Mean and std of the return, and every episode's length, of a model saved by ``zoo train`` or a packaged
     agent (:func:`zoo.runs.load_run`), seen through its VecNormalize statistics when it has them."""
-    run = load_run(model_path, env_id)
+    run = load_run(model_path, env_id, allow_pickle=allow_pickle)
     # The run's env_kwargs belong to its own env; another env is evaluated as registered.
     env_kwargs = run.config.env_kwargs if run.config is not None and run.config.env_id == env_id else {}
-    env = make_eval_env(run.model, env_id, env_kwargs, run.stats, seed=seed, render_mode="human" if render else None)
-    try:
-        rewards, lengths = evaluate_episodes(run.model, env, episodes, deterministic)
-    finally:
-        env.close()
-    return float(np.mean(rewards)), float(np.std(rewards)), lengths
+    played = play(
+        run.model, env_id, env_kwargs, run.stats, episodes, seed=seed, deterministic=deterministic, render=render
+    )
+    return float(np.mean(played.rewards)), float(np.std(played.rewards)), played.lengths
+
+
+def agent_env(given: str | None, trained: str | None, source: str) -> str:
+    """The env to evaluate on: ``--env``, else the one the agent was trained on; a note when the two differ."""
+    if given is None and trained is None:
+        raise ZooError(f"--env is needed: {source} has no config.yml or config.json that names its env")
+    if given is not None and trained is not None and given != trained:
+        print(f"note: {source} was trained on {trained}; evaluating it on {given}", file=sys.stderr)
+    return str(given or trained)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = evaluate_parser().parse_args(argv)
-    if args.episodes < 1:
-        raise ZooError(f"--episodes must be >= 1, got {args.episodes}")
+    check_episodes(args.episodes)
     check_seed(args.seed, "--seed")
-    mean, std, lengths = evaluate(args.model, args.env, args.episodes, args.deterministic, args.render, args.seed)
+    if args.render:
+        check_can_render()
+    if args.repo_id is not None:
+        from zoo.hub.pull import load_from_hub  # the Hub client only for a download
+
+        source: str = args.repo_id
+        agent = load_from_hub(args.repo_id, device="cpu")
+        trained: str | None = agent.env_id
+        model, stats, kwargs = agent.model, agent.vec_normalize_stats, agent.env_kwargs
+        env_id = agent_env(args.env, trained, source)
+    else:
+        source, trained = args.model, trained_env_id(args.model)
+        env_id = agent_env(args.env, trained, source)
+        # A run folder's zip is named after its own env.
+        run = load_run(args.model, trained or env_id, allow_pickle=args.allow_pickle)
+        model, stats = run.model, run.stats
+        kwargs = run.config.env_kwargs if run.config is not None else {}
+    # The agent's env_kwargs belong to its own env; another env is evaluated as registered.
+    env_kwargs = kwargs if env_id == trained else {}
+    try:
+        played = play(
+            model,
+            env_id,
+            env_kwargs,
+            stats,
+            args.episodes,
+            seed=args.seed,
+            deterministic=args.deterministic,
+            render=args.render,
+        )
+    except ZooError as error:
+        if trained is None or env_id == trained:
+            raise
+        raise ZooError(f"{source} was trained on {trained}, not {env_id}: {error}") from None
+    mean, std = float(np.mean(played.rewards)), float(np.std(played.rewards))
     mode = "deterministic" if args.deterministic else "stochastic"
-    print(f"{args.env}: mean_reward = {mean:.2f} +/- {std:.2f} over {args.episodes} {mode} episodes")
-    print(f"episode lengths: {lengths}")
+    over = f"over {episodes(args.episodes)} ({mode}, eval seed {args.seed})"
+    print(f"{env_id}: mean_reward = {mean:.2f} +/- {std:.2f} {over}")
+    print(f"episode lengths: {played.lengths}")
     return 0

@@ -12,11 +12,34 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+# pyproject.toml's [project.scripts] name for zoo.cli:main.
+CONSOLE_SCRIPT = "sb3-reinforce-zoo"
+
+
+# A Sphinx cross-reference, :func:`zoo.statistics.iqm` or :mod:`~zoo.checkpoints`: the target's name stays.
+ROLE = re.compile(r":(?:func|mod|class|meth|data|attr|exc|obj|ref|doc):`(~?)([^`<]+?)(?:\s*<[^`]*>)?`")
 
 
 def plain(text: str) -> str:
-    """``text`` without reST's inline-literal markup: ````python -m zoo train```` becomes ``python -m zoo train``."""
+    """``text`` without reST's markup: ````python -m zoo train```` becomes ``python -m zoo train``, and a
+    cross-reference its target's name (:func:`~zoo.statistics.iqm` becomes ``iqm``)."""
+    text = ROLE.sub(lambda found: found.group(2).rsplit(".", 1)[-1] if found.group(1) else found.group(2), text)
     return re.sub(r"``([^`]+)``", r"\1", text)
+
+
+def invoked_as() -> str:
+    """How the user called the zoo: its console script ``sb3-reinforce-zoo``, or ``python -m zoo``."""
+    script = Path(sys.argv[0]).name
+    return script if script.startswith(CONSOLE_SCRIPT) else "python -m zoo"
+
+
+def as_invoked(text: str) -> str:
+    """``text`` with ``python -m zoo`` as the user called the zoo (usage lines, descriptions)."""
+    return text.replace("python -m zoo", invoked_as())
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -37,9 +60,19 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return f"{text} (default: %(default)s)"
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser with the zoo's one-line errors: the error and where the options are listed, not the
+    whole usage (5 to 12 lines) before it."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` lists the options)\n")
+
+
 def parser(prog: str, description: str) -> argparse.ArgumentParser:
     """An ``ArgumentParser`` in the zoo's help style."""
-    return argparse.ArgumentParser(prog=prog, description=plain(description), formatter_class=HelpFormatter)
+    return ArgumentParser(
+        prog=as_invoked(prog), description=as_invoked(plain(description)), formatter_class=HelpFormatter
+    )
 
 
 def parser_with_subcommands(

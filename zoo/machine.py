@@ -8,6 +8,7 @@ floats on another (measured between an Intel and an AMD CPU, both with AVX-512),
 from __future__ import annotations
 
 import platform
+from importlib import metadata
 from pathlib import Path
 
 SIMD_FLAGS = ("sse4_2", "avx2", "fma", "avx512f")
@@ -23,3 +24,21 @@ def cpu_model() -> str:
     flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), [])
     simd = [flag for flag in SIMD_FLAGS if flag in flags]
     return f"{model} ({', '.join(simd)})" if simd else model
+
+
+# What decides an evaluation's digits besides the agent: the CPU (above), and the libraries that do its arithmetic.
+EVALUATION_LIBRARIES = {"torch": "torch", "numpy": "numpy", "gymnasium": "gymnasium", "mujoco": "mujoco"}
+
+
+def evaluation_machine(*, mujoco: bool) -> dict[str, str]:
+    """The CPU and the installed versions of the libraries whose floating point an evaluation's episodes follow
+    (MuJoCo's for a MuJoCo task only)."""
+    versions = {}
+    for name, distribution in EVALUATION_LIBRARIES.items():
+        if name == "mujoco" and not mujoco:
+            continue
+        try:
+            versions[name] = metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            continue
+    return {"cpu": cpu_model(), **versions}

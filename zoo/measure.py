@@ -24,19 +24,22 @@ from typing import Any
 from stable_baselines3.common.callbacks import BaseCallback
 
 from zoo.checkpoints import default_interval, exclusive, find_resumable
-from zoo.checks import FILE_NAME, is_number, shown
+from zoo.checks import FILE_NAME, is_number, read_bounded, shown
 from zoo.config import RunConfig, get_config
 from zoo.errors import ZooError, first_line
 from zoo.folders import make_folder, move_into_place
 from zoo.machine import cpu_model
+from zoo.parsers import DEFAULT_EVAL_EPISODES
 from zoo.runs import CONFIG_YML, RESULT_FILE, VEC_NORMALIZE_JSON
 from zoo.train import TrainResult, train
 
-FINAL_EVAL_EPISODES = 20
+FINAL_EVAL_EPISODES = DEFAULT_EVAL_EPISODES
 CURVE_EVAL_EPISODES = 5
 CURVE_POINTS = 20
 # The most files a task may send back: train_to_staging keeps four (model, config.yml, statistics, result.json).
 MAX_TASK_FILES = 16
+# A record is a few kB (its curve has CURVE_POINTS points): a larger result.json is not one.
+MAX_RECORD_BYTES = 1 << 20
 
 # A run's record (a benchmark run's result.json): what measured_run measures, with the run's algorithm, env and
 # seed. The writer checks it as the readers do, so a record that would be refused is never written.
@@ -65,6 +68,9 @@ def check_record(record: Any) -> dict[str, Any]:
             raise ZooError(f"{key} is {shown(value)}")
         if isinstance(value, (int, float)) and not is_number(value):
             raise ZooError(f"{key} is {shown(value)}")
+    for key in ("train_seconds", "train_cpu_seconds"):
+        if record[key] < 0:
+            raise ZooError(f"{key} is {shown(record[key])}: a duration is not negative")
     curve = record["curve_mean_reward"]
     points = [*curve, *record["curve_timesteps"]]
     if len(curve) != len(record["curve_timesteps"]) or not all(map(is_number, points)):
@@ -202,8 +208,8 @@ def read_record(folder: Path) -> dict[str, Any]:
     """The result.json of a finished run, or a ZooError saying why it is corrupt."""
     path = folder / RESULT_FILE
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
+        data = json.loads(read_bounded(path, MAX_RECORD_BYTES).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError, ZooError) as error:
         raise ZooError(f"{path} is corrupt ({first_line(error)})") from None
     try:
         record = check_record(data)

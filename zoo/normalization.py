@@ -14,21 +14,27 @@ variances and count. Anything else is one ZooError naming the field.
 from __future__ import annotations
 
 import copy
+import json
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from zoo.checks import check_format, flatten, is_integer, is_number, shown
-from zoo.errors import ZooError
+from zoo.checks import check_format, flatten, is_integer, is_number, read_json, shown
+from zoo.errors import ZooError, first_line
 
 FORMAT = "sb3-reinforce-agent/vec-normalize"
 FORMAT_VERSION = 1
 JSON_FILE = "vec_normalize.json"
+# The same statistics as SB3's own VecNormalize.save writes them, for SB3 and rl_zoo3 users who choose to unpickle;
+# nothing in the zoo reads it.
+PICKLE_FILE = "vec_normalize.pkl"
 # The most entries one statistic may have (an 84x84x4 image has 28,224): a bound on what a file can allocate.
 MAX_ELEMENTS = 1 << 22
 MAX_DIMENSIONS = 8
@@ -181,9 +187,18 @@ class VecNormalizeStats:
         }
 
     @classmethod
-    def from_json(cls, data: Any) -> VecNormalizeStats:
-        """Statistics from a ``vec_normalize.json`` mapping, every field checked (see the module doc)."""
+    def from_json(cls, data: Mapping[str, Any] | str | os.PathLike[str]) -> VecNormalizeStats:
+        """Statistics from ``vec_normalize.json``, every field checked (see the module doc): the parsed mapping,
+        the file's text, or its path (``VecNormalizeStats.from_json("vec_normalize.json").wrap(venv)``)."""
         source = JSON_FILE
+        if isinstance(data, os.PathLike) or (isinstance(data, str) and not data.lstrip().startswith("{")):
+            source = str(data)
+            data = read_json(Path(data))
+        elif isinstance(data, str):
+            try:
+                data = json.loads(data)
+            except ValueError as error:
+                raise ZooError(f"the text given as {source} is not valid JSON ({first_line(error)})") from None
         data = check_format(data, source, FORMAT, FORMAT_VERSION)
         unknown = [key for key in data if key not in {"format", "format_version", "obs_rms", "ret_rms", *SETTINGS}]
         if unknown:
@@ -207,6 +222,13 @@ class VecNormalizeStats:
         if ret_rms.mean.shape != ():
             raise ZooError(f"{source}: ret_rms.shape must be [] (one return per env), got {list(ret_rms.mean.shape)}")
         return cls(obs_rms=obs_rms, ret_rms=ret_rms, **settings)
+
+    def save_sb3_pickle(self, path: Path, venv: VecEnv) -> None:
+        """Write ``path`` with SB3's own ``VecNormalize.save`` (a pickle, what ``VecNormalize.load`` and rl_zoo3
+        read): these statistics around ``venv`` (whose env the pickle leaves out), frozen, as after training but
+        with ``training=False``; an evaluation also sets ``norm_reward = False``, as rl_zoo3's enjoy does."""
+        wrapped = self.wrap(venv, norm_reward=self.norm_reward)
+        wrapped.save(str(path))
 
     def wrap(self, venv: VecEnv, *, training: bool = False, norm_reward: bool | None = None) -> VecNormalize:
         """``venv`` wrapped in a VecNormalize with these statistics, frozen by default (``training=False``).

@@ -3,6 +3,8 @@
 Each command parses its arguments with the parser built here, and :mod:`zoo.cli` prints a command's ``--help``
 from it without importing the command's module: this module imports neither torch nor SB3, which take seconds to
 load. The descriptions are the commands' module docstrings, read from their source files rather than imported.
+It stays one module past the size rule because it has one job, the shape of the whole command line: every flag,
+its default and its help, where one reading shows how the commands agree.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from zoo.yaml_data import safe_yaml, yaml_numbers
 # The algorithms of zoo.algos.ALGOS, by name (tests/test_zoo.py checks that the two agree).
 ALGO_NAMES = ["reinforce", "a2c", "ppo"]
 DEFAULT_EVAL_SEED = 12_345
+# The episodes of a final score: `zoo train`'s and the benchmark's, and `zoo evaluate`'s and `zoo enjoy`'s default.
+DEFAULT_EVAL_EPISODES = 20
 QUICK_TIMESTEPS = 20_000
 # The measured results live beside the other benchmark results, outside the package.
 DEFAULT_OUT = "benchmarks/results/zoo"
@@ -32,6 +36,10 @@ HUB_CARDS_DIR = Path("hub_cards")
 # How long one request may wait for the Hub (zoo.hub.client says why).
 HUB_TIMEOUT_S = 8.0
 MIN_EVAL_EPISODES = 10
+# A push's evaluation, the zoo's cards': 50 episodes over the eval seeds DEFAULT_EVAL_SEED, +1, ... +4 (one seed's
+# episodes say little of what another CPU shows on MuJoCo; zoo.hub.package.evaluation_results says why).
+CARD_EVAL_EPISODES = 50
+CARD_EVAL_SEEDS = 5
 DEFAULT_VIDEO_LENGTH = 1000
 # MuJoCo renders in software off-screen (0.15-0.3 s a frame on 2 cores): a full 1,000-step episode would take
 # minutes to record. Its replays keep the first 200 frames at 240x240 (about 10 s of video, 30 s to record).
@@ -72,9 +80,27 @@ def train_parser() -> argparse.ArgumentParser:
     parser.add_argument("--algo", default="reinforce", choices=ALGO_NAMES, help="algorithm")
     parser.add_argument("--variant", default=None, help="a named entry ENV/VARIANT of the hyperparameter file")
     parser.add_argument("--seed", type=int, default=0, help="random seed")
-    parser.add_argument("--n-timesteps", type=int, default=None, help="override the tuned budget (env steps)")
+    parser.add_argument(
+        "--n-timesteps",
+        type=int,
+        default=None,
+        help="env steps, instead of the entry's budget; a linear schedule (lin_) then decays over these steps",
+    )
     parser.add_argument(
         "--hyperparams", nargs="*", default=[], metavar="KEY=VALUE", help="override hyperparameters (YAML values)"
+    )
+    parser.add_argument(
+        "--conf-file",
+        "-conf",
+        metavar="FILE",
+        default=None,
+        help="take the env's entry from this YAML file of the zoo's shape (`zoo tune export`'s best.yml) instead "
+        "of the zoo's hyperparameter file",
+    )
+    parser.add_argument(
+        "--defaults",
+        action="store_true",
+        help="for an env that has no entry, train the hyperparameter file's catch-all entry (otherwise refused)",
     )
     parser.add_argument("--log-folder", default="logs", help="where run folders are created")
     parser.add_argument(
@@ -109,14 +135,24 @@ def train_parser() -> argparse.ArgumentParser:
 
 def evaluate_parser() -> argparse.ArgumentParser:
     parser = helptext.parser("python -m zoo evaluate", docstring("zoo.evaluate"))
-    parser.add_argument("--env", required=True, help="Gymnasium env id")
     parser.add_argument(
+        "--env", default=None, help="Gymnasium env id (default: the one the agent's config.yml or config.json names)"
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
         "--model",
-        required=True,
         help="a model zip, the run folder of `zoo train`, or a packaged agent's folder (config.json + "
         "model.safetensors, loaded without pickle); vec_normalize.json is read from the same folder",
     )
-    parser.add_argument("--episodes", type=int, default=20, help="evaluation episodes")
+    source.add_argument(
+        "--repo-id", help="a packaged agent on the Hugging Face Hub, ORG/NAME, downloaded as `zoo enjoy` does"
+    )
+    parser.add_argument(
+        "--episodes",
+        type=int,
+        default=DEFAULT_EVAL_EPISODES,
+        help=f"evaluation episodes (default: {DEFAULT_EVAL_EPISODES}, as zoo train's final score)",
+    )
     group = parser.add_mutually_exclusive_group()
     group.add_argument(
         "--deterministic", dest="deterministic", action="store_true", default=True, help="greedy actions (the default)"
@@ -124,6 +160,12 @@ def evaluate_parser() -> argparse.ArgumentParser:
     group.add_argument("--stochastic", dest="deterministic", action="store_false", help="sampled actions")
     parser.add_argument("--render", action="store_true", help="render in a window (render_mode='human')")
     parser.add_argument("--seed", type=int, default=DEFAULT_EVAL_SEED, help="seed of the evaluation env")
+    parser.add_argument(
+        "--allow-pickle",
+        action="store_true",
+        help="load a zip that has no config.yml beside it with SB3's load, which unpickles it and runs any code it "
+        "holds: only for a file you trust (default: rebuild a run's zip without pickle, refuse a bare one)",
+    )
     return parser
 
 
@@ -325,10 +367,22 @@ def push_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--n-eval-episodes",
         type=int,
-        default=MIN_EVAL_EPISODES,
-        help=f"deterministic evaluation episodes (>= {MIN_EVAL_EPISODES})",
+        default=CARD_EVAL_EPISODES,
+        help=f"deterministic evaluation episodes (>= {MIN_EVAL_EPISODES}; default: {CARD_EVAL_EPISODES})",
     )
-    parser.add_argument("--eval-seed", type=int, default=DEFAULT_EVAL_SEED, help="seed of the evaluation env")
+    parser.add_argument(
+        "--eval-seed",
+        type=int,
+        default=DEFAULT_EVAL_SEED,
+        help=f"first seed of the evaluation env (default: {DEFAULT_EVAL_SEED})",
+    )
+    parser.add_argument(
+        "--eval-seeds",
+        type=int,
+        default=CARD_EVAL_SEEDS,
+        help="number of eval seeds (--eval-seed, the next one, ...) the episodes are dealt over, each from a fresh "
+        f"env (default: {CARD_EVAL_SEEDS})",
+    )
     parser.add_argument(
         "--video-length",
         type=int,
@@ -336,6 +390,12 @@ def push_parser() -> argparse.ArgumentParser:
         help=f"most frames in replay.mp4 (default: {DEFAULT_VIDEO_LENGTH}, MuJoCo envs {MUJOCO_VIDEO_LENGTH})",
     )
     parser.add_argument("--no-video", action="store_true", help="do not record replay.mp4 (default: record it)")
+    parser.add_argument(
+        "--allow-pickle",
+        action="store_true",
+        help="load a zip that has no config.yml beside it with SB3's load, which unpickles it and runs any code it "
+        "holds: only for a file you trust (default: rebuild a run's zip without pickle, refuse a bare one)",
+    )
     add_hub_timeout(parser)
     return parser
 
@@ -350,7 +410,12 @@ def enjoy_parser() -> argparse.ArgumentParser:
         "download against its manifest.json",
     )
     parser.add_argument("--revision", default=None, help="branch, tag or commit sha (default: main)")
-    parser.add_argument("--episodes", type=int, default=10, help="evaluation episodes")
+    parser.add_argument(
+        "--episodes",
+        type=int,
+        default=DEFAULT_EVAL_EPISODES,
+        help=f"evaluation episodes (default: {DEFAULT_EVAL_EPISODES}, as zoo train's final score)",
+    )
     parser.add_argument("--render", action="store_true", help="show the episodes in a window (default: no window)")
     parser.add_argument(
         "--allow-pickle",

@@ -315,8 +315,15 @@ def option_value(argv: list[str], *names: str) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    usage = f"usage: python -m zoo.rl_zoo3 {{{','.join((*COMMANDS, CONVERT))}}} [options]"
+    if args[:1] in (["-h"], ["--help"]):
+        print(
+            f"{usage}\n\nrl_zoo3's own commands with --algo reinforce; `python -m zoo.rl_zoo3 COMMAND --help` lists a "
+            "command's options."
+        )
+        return 0
     if not args or args[0] not in (*COMMANDS, CONVERT):
-        print(f"usage: python -m zoo.rl_zoo3 {{{','.join((*COMMANDS, CONVERT))}}} [options]", file=sys.stderr)
+        print(usage, file=sys.stderr)
         return 2
     command, rest = args[0], args[1:]
     if command == CONVERT:

@@ -14,18 +14,24 @@ statistics as SB3's pickle ``vecnormalize.pkl``, and ``vec_normalize.json`` (:fu
 
 from __future__ import annotations
 
+import io
+import json
 import pickle
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from gymnasium.spaces import Space
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
 
-from zoo.agent_format import CONFIG_JSON, WEIGHTS_FILE, load_agent, write_json
+from zoo.agent_format import CONFIG_JSON, WEIGHTS_FILE, build_model, load_agent, read_config, space_to_json, write_json
 from zoo.algos import ALGOS
-from zoo.checks import clipped, read_json, shown
+from zoo.checks import clipped, is_integer, read_bounded, read_json, shown
 from zoo.config import RunConfig
 from zoo.errors import ZooError, first_line
+from zoo.factories import vec_env
 from zoo.folders import write_atomically
 from zoo.normalization import JSON_FILE as VEC_NORMALIZE_JSON
 from zoo.normalization import VecNormalizeStats
@@ -93,6 +99,50 @@ class Run:
     command: str | None  # command.txt, when present and not empty
 
 
+# A VecNormalize pickle is a few kB (statistics of at most MAX_ELEMENTS entries, zoo.normalization).
+MAX_PICKLE_BYTES = 64 << 20
+# What SB3's VecNormalize pickle holds (VecNormalize.save, venv left out), measured on SB3 2.9 with numpy 1.x and
+# 2.x: the wrapper and its statistics, the spaces (below), numpy's arrays, dtypes, scalars and the generators of
+# the spaces. Nothing else of numpy: it has functions that would run code.
+PICKLE_CLASSES = {
+    ("stable_baselines3.common.vec_env.vec_normalize", "VecNormalize"),
+    ("stable_baselines3.common.running_mean_std", "RunningMeanStd"),
+    ("collections", "OrderedDict"),
+    ("numpy", "dtype"),
+    ("numpy", "ndarray"),
+    *(
+        (module, name)
+        for module in ("numpy.core.multiarray", "numpy._core.multiarray")
+        for name in ("_reconstruct", "scalar")
+    ),
+    ("numpy.random._pickle", "__bit_generator_ctor"),
+    ("numpy.random._pickle", "__generator_ctor"),
+    ("numpy.random._pickle", "__randomstate_ctor"),
+    ("numpy.random._pcg64", "PCG64"),
+    ("numpy.random._mt19937", "MT19937"),
+    ("numpy.random.bit_generator", "SeedSequence"),
+    ("numpy.random.bit_generator", "__pyx_unpickle_SeedSequence"),
+}
+SPACES_PACKAGE = "gymnasium.spaces."
+
+
+class StatisticsUnpickler(pickle.Unpickler):
+    """An unpickler of SB3's VecNormalize pickle and nothing else: a class or function outside
+    :data:`PICKLE_CLASSES` and gymnasium's spaces is refused before it is called, so a hostile file runs nothing."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in PICKLE_CLASSES:
+            return super().find_class(module, name)
+        if module.startswith(SPACES_PACKAGE) and not name.startswith("_"):
+            found = super().find_class(module, name)  # importing gymnasium's own modules runs nothing of the file's
+            if isinstance(found, type) and issubclass(found, Space):
+                return found
+        raise ZooError(
+            f"the pickle names {shown(f'{module}.{name}')}, which is not part of SB3's VecNormalize statistics: "
+            "refused, and nothing of the file was run"
+        )
+
+
 def save_stats(vec_normalize: VecNormalize, path: Path) -> None:
     """A run's VecNormalize statistics as ``vec_normalize.json`` (what :func:`load_run` reads back)."""
     write_json(path, VecNormalizeStats.from_vec_normalize(vec_normalize).to_json())
@@ -102,11 +152,14 @@ def convert_pickled_stats(pickled: Path) -> Path:
     """Write the statistics of SB3's pickle ``pickled`` as ``vec_normalize.json`` beside it (atomically), check that
     the file reads back as the same statistics, and return it; the pickle is left for the caller to keep or delete.
 
-    Unpickling runs whatever code the file names: only the two commands that convert a folder the user made call this,
-    never a loader (see :data:`PICKLED_VEC_NORMALIZE`)."""
+    Only the two commands that convert a folder the user made call this, never a loader (see
+    :data:`PICKLED_VEC_NORMALIZE`), and even they read the pickle through :class:`StatisticsUnpickler`: a file that
+    names anything but what SB3's VecNormalize pickle holds is refused before any of it runs."""
     try:
-        with pickled.open("rb") as file:
-            vec_normalize = pickle.load(file)  # what VecNormalize.load does, without an env to attach
+        data = read_bounded(pickled, MAX_PICKLE_BYTES)
+        vec_normalize = StatisticsUnpickler(io.BytesIO(data)).load()  # VecNormalize.load, without an env to attach
+    except ZooError:
+        raise
     except Exception as error:  # pickle raises many kinds for a file that is not one
         raise ZooError(f"cannot read {pickled} as SB3's VecNormalize pickle ({first_line(error)})") from None
     if not isinstance(vec_normalize, VecNormalize):
@@ -120,15 +173,29 @@ def convert_pickled_stats(pickled: Path) -> Path:
     return target
 
 
-def load_run(path: str | Path, env_id: str) -> Run:
+def trained_env_id(path: str | Path) -> str | None:
+    """The env a saved agent was trained on, as its own files say: a packaged folder's config.json, else the
+    config.yml of the run folder (``path`` itself, or the folder of a model zip); None when neither is there."""
+    path = Path(path)
+    folder = path if path.is_dir() else path.parent
+    if (folder / CONFIG_JSON).is_file():
+        return str(read_config(folder)["env_id"])
+    config, _ = _read_config(folder / CONFIG_YML)
+    return config.env_id if config is not None else None
+
+
+def load_run(path: str | Path, env_id: str, *, allow_pickle: bool = False) -> Run:
     """A model written by ``zoo train`` with its run folder's config, VecNormalize statistics and command, or a
     packaged agent.
 
     ``path`` is the model zip, the run folder (its ``<env_id>.zip``, else ``best_model.zip``), or a packaged
-    agent's folder (one with a config.json), which is rebuilt without pickle. A zip is a local file the user
-    points at, so unpickling it is their own choice. When config.yml says the run normalizes (or rl_zoo3's pickle
-    says it does), its vec_normalize.json must be there: without it the agent would see raw observations and score
-    far below its level, so it is refused instead.
+    agent's folder (one with a config.json), which is rebuilt without pickle. SB3 keeps in a zip, as base64
+    cloudpickle, whatever it cannot write as JSON (the spaces, the policy class, schedules), and its ``load``
+    unpickles all of it, so a zip can run any code it holds. A zip with the run's config.yml beside it is rebuilt
+    without unpickling (:func:`rebuild_from_zip`); any other (a bare zip, an rl_zoo3 run) is loaded with SB3's
+    ``load`` only with ``allow_pickle``, for a file the user trusts, and refused otherwise. When config.yml says the
+    run normalizes (or rl_zoo3's pickle says it does), its vec_normalize.json must be there: without it the agent
+    would see raw observations and score far below its level, so it is refused instead.
     """
     path = Path(path)
     if path.is_dir() and (path / CONFIG_JSON).is_file():
@@ -143,13 +210,61 @@ def load_run(path: str | Path, env_id: str) -> Run:
         raise ZooError(f"model file not found: {path}")
     run_dir = path.parent
     config, seed, stats = read_run_folder(run_dir, env_id)
-    model = _load_model(path, [config.algo] if config else list(ALGOS))
+    if config is not None:
+        model = rebuild_from_zip(path, config)
+    elif allow_pickle:
+        model = _load_model(path, list(ALGOS))
+    else:
+        raise ZooError(
+            f"{path} has no config.yml beside it to rebuild it from, and loading it as it is unpickles it, which runs "
+            "any code it holds: pass --allow-pickle (allow_pickle=True) for a file you trust"
+        )
     # rl_zoo3 writes the command that trained the run into its parameter folder.
     params = rl_zoo3_params(run_dir, env_id)
     places = [run_dir / COMMAND_FILE, *([params / COMMAND_FILE] if params is not None else [])]
     command_path = next((place for place in places if place.is_file()), None)
     command = command_path.read_text(encoding="utf-8", errors="replace").strip() if command_path else None
     return Run(model, path, config, seed, stats, command or None)
+
+
+def rebuild_from_zip(path: Path, config: RunConfig) -> BaseAlgorithm:
+    """The model of a run's SB3 zip, rebuilt without unpickling anything: its algorithm, policy and
+    hyperparameters from the run's config.yml, its spaces from the env, every tensor (the policy's and the
+    optimizers' state) from the zip's ``.pth`` files, which SB3's ``set_parameters`` reads with torch's
+    ``weights_only`` loader, and its step count from the zip's JSON."""
+    env = vec_env(config.env_id, config.env_kwargs)
+    try:
+        description = {
+            "algo": config.algo,
+            "policy": config.policy,
+            "hyperparams": {key: value for key, value in config.hyperparams.items() if key != "policy_kwargs"},
+            "policy_kwargs": config.hyperparams.get("policy_kwargs") or {},
+            "observation_space": space_to_json(env.observation_space),
+            "action_space": space_to_json(env.action_space),
+            "n_envs": config.n_envs,
+            "num_timesteps": _zip_field(path, "num_timesteps") or 0,
+        }
+    finally:
+        env.close()
+    model = build_model(description, device="cpu")
+    try:
+        model.set_parameters(str(path), exact_match=True, device="cpu")
+    except Exception as error:  # a zip of another architecture: KeyError, RuntimeError (shapes), ValueError...
+        raise ZooError(f"{path} is not the model its config.yml describes ({first_line(error)})") from None
+    model.seed = _zip_field(path, "seed")  # the model's own record, as SB3's load would set it
+    return model
+
+
+def _zip_field(path: Path, key: str) -> int | None:
+    """An integer field (``num_timesteps``, ``seed``) of the JSON ``data`` of an SB3 zip, read as text: no entry of
+    it is unpickled; None when it holds no integer >= 0 there."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            data = json.loads(archive.read("data").decode("utf-8"))
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as error:
+        raise ZooError(f"{path} is not a model this zoo can load ({first_line(error)})") from None
+    value = data.get(key) if isinstance(data, dict) else None
+    return int(value) if is_integer(value) and value >= 0 else None
 
 
 def read_run_folder(run_dir: Path, env_id: str) -> tuple[RunConfig | None, int | None, VecNormalizeStats | None]:

@@ -69,10 +69,13 @@ class Band:
 
 
 def strata_of(samples: Sequence[ArrayLike]) -> list[F64]:
-    """The samples as float arrays, each checked to hold at least one run."""
+    """The samples as float arrays, each checked to hold at least one run, every score finite: a NaN compares
+    neither above nor below anything, and would break ``P(X > Y) + P(Y > X) = 1``."""
     strata = [np.asarray(sample, dtype=np.float64) for sample in samples]
     if not strata or any(stratum.ndim == 0 or len(stratum) == 0 for stratum in strata):
         raise ValueError("every stratum needs at least one run, and there must be at least one stratum")
+    if not all(np.isfinite(stratum).all() for stratum in strata):
+        raise ValueError("every score must be finite (a NaN or an infinity is not a run's score)")
     return strata
 
 

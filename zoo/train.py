@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import shlex
 import shutil
@@ -14,10 +15,11 @@ import numpy as np
 import torch as th
 import yaml
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.callbacks import BaseCallback, ProgressBarCallback
 from stable_baselines3.common.logger import Logger, configure
-from stable_baselines3.common.vec_env import VecEnv, VecNormalize, sync_envs_normalization
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
+from zoo.algos import SCHEDULE_PREFIX
 from zoo.bounds import check_seed
 from zoo.checkpoints import (
     CHECKPOINT_DIR,
@@ -29,17 +31,20 @@ from zoo.checkpoints import (
     exclusive,
     find_resumable,
     logged_rows,
+    read_checkpoint,
     read_checkpoint_of,
     remove_checkpoint,
     restore,
     save_checkpoint,
 )
-from zoo.config import RunConfig, get_config
+from zoo.config import RunConfig, config_from_file, get_config, known_env_ids
+from zoo.episodes import episodes, play
 from zoo.errors import ZooError, first_line
-from zoo.evaluate import evaluate_episodes
 from zoo.factories import check_env_id, make_model, training_envs
 from zoo.folders import write_atomically
-from zoo.parsers import check_budget_flag, parse_overrides, train_parser
+from zoo.interrupts import terminated_as_interrupted
+from zoo.normalization import VecNormalizeStats
+from zoo.parsers import DEFAULT_EVAL_EPISODES, DEFAULT_EVAL_SEED, check_budget_flag, parse_overrides, train_parser
 from zoo.runs import (
     COMMAND_FILE,
     CONFIG_YML,
@@ -187,6 +192,14 @@ def resume_from(
     return [*checkpoint.resumed_at, checkpoint.num_timesteps]
 
 
+def checkpoint_step(run_dir: Path) -> str:
+    """ " (step N)" of the run's checkpoint, or nothing when it cannot be read."""
+    try:
+        return f" (step {read_checkpoint(run_dir).num_timesteps:,})"
+    except ZooError:
+        return ""
+
+
 def timed_learn(
     model: BaseAlgorithm,
     env: VecEnv,
@@ -204,18 +217,22 @@ def timed_learn(
     checkpoint is), and raises KeyboardInterrupt again; the algorithm's own guards (a diverged loss, an endless
     episode) and a failed write become one-line ZooErrors.
     """
+    # The bar is the run's own, rather than learn(progress_bar=True)'s, so that an interrupt can close it: left
+    # open, rich's bar went on redrawing itself below the "interrupted" message.
+    bar = ProgressBarCallback() if progress_bar else None
     clock.start()
     try:
         model.learn(
             config.n_timesteps - model.num_timesteps,
-            callback=callbacks,
-            progress_bar=progress_bar,
+            callback=[*callbacks, *([bar] if bar is not None else [])],
             reset_num_timesteps=not resumed,
         )
     except KeyboardInterrupt:
+        if bar is not None and hasattr(bar, "pbar"):
+            bar.pbar.close()
         saved = save_final(model, env, run_dir, config.env_id)
         kept = run_dir / CHECKPOINT_DIR
-        last = f"; its last checkpoint is in {kept}" if (kept / MANIFEST).is_file() else ""
+        last = f"; its last checkpoint is in {kept}{checkpoint_step(run_dir)}" if (kept / MANIFEST).is_file() else ""
         print(
             f"\ninterrupted after {model.num_timesteps} steps; saved {', '.join(map(str, saved))}{last}",
             file=sys.stderr,
@@ -234,13 +251,14 @@ def train(
     log_folder: Path | str = "logs",
     eval_freq: int | None = None,
     eval_episodes: int = 10,
-    final_eval_episodes: int = 20,
+    final_eval_episodes: int = DEFAULT_EVAL_EPISODES,
     progress_bar: bool = True,
     verbose: int = 1,
     command: str | None = None,
     after_eval: BaseCallback | None = None,
     checkpoint_freq: int | None = None,
     resume: Path | None = None,
+    notes: tuple[str, ...] = (),
 ) -> TrainResult:
     """Train ``config`` and write a run folder: the final and best model, config.yml, command.txt,
     VecNormalize statistics when used, evaluations.npz, progress.csv and TensorBoard events.
@@ -261,10 +279,7 @@ def train(
     """
     run_seed = seed if seed is not None else config.seed or 0
     config = config.with_seed(run_seed)
-    if checkpoint_freq is not None and checkpoint_freq < 1:
-        raise ZooError(f"checkpoint_freq must be >= 1 (None: no checkpoints), got {checkpoint_freq}")
-    if resume is not None and not resume.is_dir():
-        raise ZooError(f"cannot resume {resume}: it is not a run folder")
+    check_run_arguments(checkpoint_freq, resume)
     env, eval_env = training_envs(config, run_seed, eval_n_envs=EVAL_ENVS)
     run_dir: Path | None = None
     try:
@@ -283,14 +298,16 @@ def train(
             model.set_logger(run_logger(run_dir, verbose, checkpoint))
             callbacks: list[BaseCallback] = [evaluation]
             if checkpoint_freq is not None:
-                data = config.to_data()
-                callbacks.insert(0, PeriodicCheckpoint(run_dir, data, checkpoint_freq, evaluation, clock, resumed_at))
+                callbacks.insert(
+                    0, PeriodicCheckpoint(run_dir, config.to_data(), checkpoint_freq, evaluation, clock, resumed_at)
+                )
+            for note in notes:  # said once the run is under way: a run refused before it says only why
+                print(note, file=sys.stderr)
             seconds, cpu_seconds = timed_learn(
                 model, env, run_dir, config, callbacks, clock, progress_bar, resumed=checkpoint is not None
             )
             model_path, *_ = save_final(model, env, run_dir, config.env_id)
-            sync_envs_normalization(env, eval_env)  # the final evaluation reads the final statistics
-            rewards, _ = evaluate_episodes(model, eval_env, final_eval_episodes)
+            mean, std = final_score(model, env, config, final_eval_episodes)
             remove_checkpoint(run_dir)  # finished: there is nothing left to resume
     except BaseException:
         if run_dir is not None and resume is None:
@@ -299,15 +316,31 @@ def train(
     finally:
         env.close()
         eval_env.close()
-    mean, std = float(np.mean(rewards)), float(np.std(rewards))
     if verbose:
         print(
-            f"{config.env_id}: mean_reward = {mean:.2f} +/- {std:.2f} over {final_eval_episodes} deterministic "
-            f"episodes after {model.num_timesteps} steps ({seconds:.1f} s of training, evaluations excluded)\n"
+            f"{config.env_id}: mean_reward = {mean:.2f} +/- {std:.2f} over {episodes(final_eval_episodes)} "
+            f"(deterministic, eval seed {DEFAULT_EVAL_SEED}) after {model.num_timesteps} steps ({seconds:.1f} s of "
+            "training, evaluations excluded)\n"
             f"saved {model_path}"
         )
     curve = evaluation.learning_curve()
     return TrainResult(run_dir, model_path, mean, std, model.num_timesteps, seconds, cpu_seconds, resumed_at, *curve)
+
+
+def check_run_arguments(checkpoint_freq: int | None, resume: Path | None) -> None:
+    """What :func:`train` checks of its arguments before it builds anything."""
+    if checkpoint_freq is not None and checkpoint_freq < 1:
+        raise ZooError(f"checkpoint_freq must be >= 1 (None: no checkpoints), got {checkpoint_freq}")
+    if resume is not None and not resume.is_dir():
+        raise ZooError(f"cannot resume {resume}: it is not a run folder")
+
+
+def final_score(model: BaseAlgorithm, env: VecEnv, config: RunConfig, n_episodes: int) -> tuple[float, float]:
+    """Mean and std return of the final model: `zoo evaluate`'s score of the saved model, on a fresh env from the
+    default eval seed with the final statistics, so that the two commands, and a tune trial, agree on one model."""
+    stats = VecNormalizeStats.from_vec_normalize(env) if isinstance(env, VecNormalize) else None
+    rewards = play(model, config.env_id, config.env_kwargs, stats, n_episodes).rewards
+    return float(np.mean(rewards)), float(np.std(rewards))
 
 
 def remove_stub(run_dir: Path) -> None:
@@ -319,8 +352,14 @@ def remove_stub(run_dir: Path) -> None:
 
 def resume_folder(flag: str | bool | None, log_folder: Path, config: RunConfig, verbose: int) -> Path | None:
     """The run folder ``--resume`` names: the one given, or the newest interrupted run of ``config`` (its seed
-    included)."""
+    included). Without ``--resume``, an interrupted run of ``config`` is named, since a new run leaves it behind."""
     if flag is None:
+        left = find_resumable(log_folder, config.algo, config.env_id, config.to_data())
+        if left is not None and verbose:
+            print(
+                f"note: {left} is an interrupted run of this configuration{checkpoint_step(left)}: this starts a new "
+                "run; add --resume to go on from it instead"
+            )
         return None
     if flag is not True:
         return Path(str(flag))
@@ -328,6 +367,39 @@ def resume_folder(flag: str | bool | None, log_folder: Path, config: RunConfig, 
     if found is None and verbose:
         print(f"--resume: no interrupted run of this configuration in {log_folder}; starting a new one")
     return found
+
+
+def entry_of(args: argparse.Namespace) -> RunConfig:
+    """The configuration ``zoo train``'s flags name: the env's entry in ``--conf-file`` or the zoo's file (or its
+    ``--variant``), with ``--hyperparams`` on top. An env without an entry is refused, as rl_zoo3 refuses it,
+    unless ``--hyperparams`` or ``--defaults`` asks for the file's ``default:`` entry."""
+    overrides = parse_overrides(args.hyperparams)
+    if args.conf_file is not None:
+        if args.variant is not None:
+            raise ZooError("--variant names an entry of the zoo's file; with --conf-file, the file's entry is taken")
+        return config_from_file(args.conf_file, args.algo, args.env, overrides)
+    if args.variant is None and args.env not in known_env_ids(args.algo) and not (overrides or args.defaults):
+        raise ZooError(
+            f"{args.env} has no entry in {args.algo}.yml: give its hyperparameters with --conf-file FILE or "
+            "--hyperparams KEY=VALUE, or train the file's default: entry with --defaults"
+        )
+    return get_config(args.algo, args.env, overrides, variant=args.variant)
+
+
+def schedule_warning(config: RunConfig, n_timesteps: int) -> str | None:
+    """The warning due when ``--n-timesteps`` shortens an entry whose linear schedules were tuned for its own
+    budget: they then decay over the new budget, far faster (Acrobot's entry at 5e4 steps ends at -500)."""
+    schedules = [
+        f"{key} {value}"
+        for key, value in config.hyperparams.items()
+        if isinstance(value, str) and value.startswith(SCHEDULE_PREFIX)
+    ]
+    if not schedules or n_timesteps >= config.n_timesteps:
+        return None
+    return (
+        f"warning: the entry's schedules ({', '.join(schedules)}) were tuned for {config.n_timesteps:,} steps; "
+        f"over --n-timesteps {n_timesteps:,} they decay {config.n_timesteps / n_timesteps:.3g}x faster"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -341,28 +413,35 @@ def main(argv: list[str] | None = None) -> int:
     if args.checkpoint_freq is not None and args.checkpoint_freq < 0:
         raise ZooError(f"--checkpoint-freq must be >= 0 (0: no checkpoints), got {args.checkpoint_freq}")
     check_budget_flag(args.n_timesteps)
-    overrides = parse_overrides(args.hyperparams)
+    config = entry_of(args)
+    warning = None
     if args.n_timesteps is not None:
-        overrides["n_timesteps"] = args.n_timesteps
-    config = get_config(args.algo, args.env, overrides, variant=args.variant).with_seed(args.seed)
+        warning = schedule_warning(config, args.n_timesteps)
+        config = config.with_overrides({"n_timesteps": args.n_timesteps}, "--n-timesteps")
+    config = config.with_seed(args.seed)
     th.set_num_threads(1)
     np.set_printoptions(precision=4)
     command = shlex.join(["python", "-m", "zoo", "train", *(sys.argv[1:] if argv is None else argv)])
     every = default_interval(config.n_timesteps) if args.checkpoint_freq is None else args.checkpoint_freq or None
-    try:
-        train(
-            config,
-            log_folder=args.log_folder,
-            eval_freq=args.eval_freq,
-            eval_episodes=args.eval_episodes,
-            progress_bar=not args.no_progress_bar,
-            verbose=args.verbose,
-            command=command,
-            checkpoint_freq=every,
-            resume=resume_folder(args.resume, Path(args.log_folder), config, args.verbose),
-        )
-    except KeyboardInterrupt:
-        if every is not None:
-            print(f"to go on from the last checkpoint: {command}{'' if args.resume else ' --resume'}", file=sys.stderr)
-        raise
+    # SIGTERM (kill, a scheduler's preemption) ends the run as Ctrl-C does: the final model saved, the way on said.
+    with terminated_as_interrupted():
+        try:
+            train(
+                config,
+                log_folder=args.log_folder,
+                eval_freq=args.eval_freq,
+                eval_episodes=args.eval_episodes,
+                progress_bar=not args.no_progress_bar,
+                verbose=args.verbose,
+                command=command,
+                checkpoint_freq=every,
+                resume=resume_folder(args.resume, Path(args.log_folder), config, args.verbose),
+                notes=(warning,) if warning else (),
+            )
+        except KeyboardInterrupt:
+            if every is not None:
+                print(
+                    f"to go on from the last checkpoint: {command}{'' if args.resume else ' --resume'}", file=sys.stderr
+                )
+            raise
     return 0

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from zoo.checks import clipped, shown
+from zoo.checks import clipped, read_bounded, shown
 from zoo.errors import ZooError
 
 # Bounds on YAML data given to the zoo (hyperparameters, search spaces, --enqueue, run configs): far above any
@@ -82,7 +82,7 @@ def read_yaml_file(path: str | Path, source: str | None = None) -> Any:
     """The YAML data of a UTF-8 file, through :func:`safe_yaml`; one ZooError naming the file otherwise."""
     source = source or str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_bounded(Path(path)).decode("utf-8")
     except UnicodeDecodeError as error:
         raise ZooError(f"{source} is not UTF-8 text (byte {error.start})") from None
     except OSError as error:

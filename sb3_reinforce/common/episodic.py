@@ -55,7 +55,7 @@ from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 from stable_baselines3.common.utils import obs_as_tensor
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_normalize
 
 from sb3_reinforce.common.dealer import EpisodeDealer
 from sb3_reinforce.common.episode_buffer import EpisodeBuffer
@@ -261,12 +261,26 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         tb_log_name: str = "run",
         progress_bar: bool = False,
     ) -> tuple[int, BaseCallback]:
-        if self.env is not None and (reset_num_timesteps or self._last_obs is None):
+        resuming = not reset_num_timesteps and self._last_obs is None
+        if self.env is not None and (reset_num_timesteps or resuming) and self.group_size == 1:
             # SB3 is about to reset the env: seed that reset as a collection's own would be, and let the first
             # collection start from it instead of resetting twice (the draws stay in the same order either way).
             self.env.seed(self._env_seed())
+        # Same-start groups reset the env every round with seeds of their own and never start from SB3's reset, so
+        # it draws no seed. Resumed from a checkpoint, SB3 still resets the env (which takes the seeds the VecEnv
+        # was made with), and a VecNormalize would count those observations in its statistics, which the
+        # uninterrupted run did not at this step: its statistics stay frozen through that reset.
+        frozen = unwrap_vec_normalize(self.env) if self.env is not None and self.group_size > 1 and resuming else None
+        if frozen is not None and not frozen.training:
+            frozen = None
+        if frozen is not None:
+            frozen.training = False
         previous = self._last_obs
-        result = super()._setup_learn(total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar)
+        try:
+            result = super()._setup_learn(total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar)
+        finally:
+            if frozen is not None:
+                frozen.training = True
         self._fresh_reset = self._last_obs is not previous
         return result
 

@@ -1,4 +1,4 @@
-from sb3_reinforce.reinforce.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
+from sb3_reinforce.reinforce.policies import CnnPolicy, GridCnnPolicy, MlpPolicy, MultiInputPolicy
 from sb3_reinforce.reinforce.reinforce import Reinforce
 
-__all__ = ["CnnPolicy", "MlpPolicy", "MultiInputPolicy", "Reinforce"]
+__all__ = ["CnnPolicy", "GridCnnPolicy", "MlpPolicy", "MultiInputPolicy", "Reinforce"]

@@ -15,7 +15,7 @@ from sb3_reinforce.common.advantages import Baseline, estimate_advantages
 from sb3_reinforce.common.episodic import EpisodicOnPolicyAlgorithm, check_finite_observations, is_integer
 from sb3_reinforce.reinforce.critic import critic_parameters, fit_critic
 from sb3_reinforce.reinforce.hyperparameters import CriticUpdate, check_hyperparameters
-from sb3_reinforce.reinforce.policies import CnnPolicy, MlpPolicy, MultiInputPolicy
+from sb3_reinforce.reinforce.policies import CnnPolicy, GridCnnPolicy, MlpPolicy, MultiInputPolicy
 
 SelfReinforce = TypeVar("SelfReinforce", bound="Reinforce")
 
@@ -111,6 +111,7 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
         "MlpPolicy": MlpPolicy,
         "CnnPolicy": CnnPolicy,
         "MultiInputPolicy": MultiInputPolicy,
+        "GridCnnPolicy": GridCnnPolicy,
     }
 
     def __init__(

@@ -158,3 +158,14 @@ def is_mp4(path: Path) -> int:
         return sum(1 for _ in reader)
     finally:
         reader.close()
+
+
+def within_card(replayed: list[float], results: dict[str, Any]) -> None:
+    """The median of ``replayed`` episodes lies within the central 90% of the card's own episodes (results.json),
+    with 1% of slack for a card whose episodes all scored the same: what a packaged agent promises on any CPU
+    (tests/hub/test_package.py's card test says why a median, and why not the digits)."""
+    card = np.asarray(results["episode_rewards"])
+    low, high = np.quantile(card, 0.05), np.quantile(card, 0.95)
+    slack = 0.01 * abs(float(np.median(card)))
+    median = float(np.median(replayed))
+    assert low - slack <= median <= high + slack, f"median {median:.2f}, the card's 5-95%: {low:.2f} to {high:.2f}"

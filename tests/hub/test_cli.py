@@ -113,8 +113,9 @@ def test_a_bad_device_is_named_as_the_users_flag_before_any_download(
 
 def test_cli_help_states_defaults(capsys: pytest.CaptureFixture[str]) -> None:
     for command, default in (
-        (push_main, "(default: 10)"),
-        (enjoy_main, "(default: 10)"),
+        (push_main, "(>= 10; default: 50)"),
+        (push_main, "(default: 5)"),
+        (enjoy_main, "(default: 20, as zoo train's final score)"),
         (push_all_main, "(default: hub_cards in a checkout)"),
     ):
         with pytest.raises(SystemExit) as exit_:

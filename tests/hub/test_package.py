@@ -27,16 +27,18 @@ from tests.hub.support import (
     repo,
     run_config,
     skip_without_mujoco,
+    within_card,
 )
 from tests.hub_server import HubServer
 from zoo.agent_format import load_agent
 from zoo.config import RunConfig
+from zoo.episodes import play
 from zoo.errors import ZooError
-from zoo.evaluate import evaluate
 from zoo.hub import TEMPLATE_PATH, PushOptions, push_run, push_to_hub
 from zoo.hub import video as zoo_video
 from zoo.hub.card import CPU_TORCH, LICENSE, REPOSITORY_URL, install_command
 from zoo.hub.cli import enjoy_main
+from zoo.runs import load_run
 
 PACKAGED = sorted(p for p in (ROOT / "hub_cards").iterdir() if p.is_dir())
 
@@ -64,9 +66,12 @@ def test_dry_run_writes_the_folder_and_makes_no_request(
     assert [p.name for p in target.parent.iterdir()] == ["dry"]  # no temporary folder left beside it
     assert result.files == {p.name: p.stat().st_size for p in target.iterdir()}
     results = json.loads((target / "results.json").read_text())
-    assert results["n_eval_episodes"] == 10
+    # A push's defaults: 50 episodes, 10 from each of 5 eval seeds, with how each ended and the machine.
+    assert results["n_eval_episodes"] == 50
     assert results["deterministic"] is True
-    assert len(results["episode_rewards"]) == 10
+    assert len(results["episode_rewards"]) == len(results["episode_truncated"]) == 50
+    assert results["eval_seeds"] == [{"seed": 12345 + k, "episodes": 10} for k in range(5)]
+    assert set(results["machine"]) >= {"cpu", "torch", "numpy", "gymnasium"}
     assert results["mean_reward"] == pytest.approx(np.mean(results["episode_rewards"]))
     card = (target / "README.md").read_text()
     check_card(card, results, "tester/dry-run")
@@ -258,17 +263,25 @@ def test_packaged_zips_load_without_a_warning(folder: Path) -> None:
 
 @pytest.mark.parametrize("folder", PACKAGED, ids=lambda p: p.name)
 def test_packaged_zoo_agents_score_what_their_cards_say(folder: Path) -> None:
-    """A downloaded agent must score what its card says: `zoo evaluate` on the folder (rebuilt without pickle, seen
-    through its VecNormalize statistics), with the episodes and eval seed that results.json records, lands within
-    the spread of the card's own episodes. On raw observations, every agent that normalizes falls outside it."""
+    """A downloaded agent must score what its card says, on any CPU: `zoo evaluate`'s path (the folder rebuilt
+    without pickle, seen through its VecNormalize statistics) replays the card's first eval seed, and the median of
+    its episodes lies within the central 90% of the card's own episodes.
+
+    Bit-identical episodes are not promised across CPUs: another CPU rounds differently (AVX-512 on an Intel Xeon
+    against an AMD EPYC's), MuJoCo amplifies it, and the same seed plays other episodes of the same agent (the
+    Walker2d-v5 agent fell at step 254 of its first eval seed on an Intel host, and not on the card's). What holds
+    on every host is the agent's distribution of episodes, which the card samples with 50 episodes from 5 eval
+    seeds. A median, because one fall in ten moves a mean by hundreds: if the replayed episodes are new draws of the
+    card's distribution, their median misses its 5-95% range only when 5 of 10 land on one side: about 1e-4 (more,
+    with the range estimated from 50 episodes, yet rare). An agent seen without its statistics lands far outside
+    (tests/hub/test_sb3_route.py)."""
     env_id = folder.name
     skip_without_mujoco(env_id)
     results = json.loads((folder / "results.json").read_text())
-    mean, _, lengths = evaluate(
-        folder, env_id, results["n_eval_episodes"], deterministic=results["deterministic"], seed=results["eval_seed"]
-    )
-    assert len(lengths) == results["n_eval_episodes"]
-    # Same seed, same greedy policy: it should repeat the card's episodes; the bound leaves room for another
-    # platform's floating point, and 1% for cards whose episodes all scored the same.
-    card = results["mean_reward"]
-    assert abs(mean - card) <= max(2 * results["std_reward"], 0.01 * abs(card)), f"{mean:.2f} against {card:.2f}"
+    assert results["n_eval_episodes"] >= 50
+    assert len(results["eval_seeds"]) >= 5
+    first = results["eval_seeds"][0]
+    run = load_run(folder, env_id)
+    env_kwargs = run.config.env_kwargs if run.config is not None else {}
+    replayed = play(run.model, env_id, env_kwargs, run.stats, first["episodes"], seed=first["seed"]).rewards
+    within_card(replayed, results)

@@ -90,7 +90,7 @@ def test_second_push_is_one_commit_and_removes_stale_files(
     commits = hub.commits(repo_id)
     assert len(commits) == before + 1
     assert commits[-1].sha == second.commit != first.commit
-    assert second.deleted == ["replay.mp4", "vec_normalize.json"]
+    assert second.deleted == ["replay.mp4", "vec_normalize.json", "vec_normalize.pkl"]
     assert set(hub.files(repo_id)) == PUSHED | {".gitattributes", "notes.txt"}
     loaded = load_from_hub(repo_id, device="cpu")
     assert loaded.revision == second.commit

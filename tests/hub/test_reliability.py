@@ -39,8 +39,8 @@ from tests.hub.support import (
 )
 from tests.hub_server import HubServer, SilentServer
 from zoo.cli import main as cli
+from zoo.episodes import evaluate_episodes
 from zoo.errors import ZooError
-from zoo.evaluate import evaluate_episodes
 from zoo.hub import load_from_hub, package_agent, push_folder
 from zoo.hub.cli import push_all_main
 from zoo.hub.layout import write_manifest

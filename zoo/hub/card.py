@@ -75,6 +75,31 @@ def benchmark_summary(benchmark: dict[str, Any] | None) -> dict[str, Any] | None
     }
 
 
+def evaluation_summary(results: dict[str, Any]) -> dict[str, Any]:
+    """What the card's evaluation table says of the eval seeds, the episodes' ends and the machine."""
+    seeds = results.get("eval_seeds") or [{"seed": results.get("eval_seed"), "episodes": results["n_eval_episodes"]}]
+    counts = {entry["episodes"] for entry in seeds}
+    if len(seeds) == 1:
+        seeds_text = f"eval seed {seeds[0]['seed']}"
+    else:
+        each = f"{counts.pop()} from each" if len(counts) == 1 else "dealt over"
+        seeds_text = f"{each} of the eval seeds {', '.join(str(entry['seed']) for entry in seeds)}"
+    seed_means = []
+    start = 0
+    for entry in seeds:
+        seed_means.append(statistics.fmean(results["episode_rewards"][start : start + entry["episodes"]]))
+        start += entry["episodes"]
+    truncated = results.get("episode_truncated")
+    machine = results.get("machine") or {}
+    libraries = ", ".join(f"{name} {version}" for name, version in machine.items() if name != "cpu")
+    return {
+        "seeds_text": seeds_text,
+        "seed_means": ", ".join(f"{mean:.2f}" for mean in seed_means) if len(seeds) > 1 else "",
+        "ended_early": None if truncated is None else sum(not t for t in truncated),
+        "machine": ", ".join(part for part in (machine.get("cpu", ""), libraries) if part),
+    }
+
+
 def render_card(folder: Path, repo_id: str, template_path: Path | None = None) -> str:
     """The model card of a packaged folder, from the very files that are uploaded with it."""
     config = read_config(folder)
@@ -112,6 +137,7 @@ def render_card(folder: Path, repo_id: str, template_path: Path | None = None) -
         n_eval_episodes=results["n_eval_episodes"],
         deterministic=results.get("deterministic", True),
         eval_seed=results.get("eval_seed"),
+        **evaluation_summary(results),
         eval_date=results.get("date"),
         num_timesteps=config.get("num_timesteps"),
         has_video=VIDEO_FILE in files,

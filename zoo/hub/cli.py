@@ -8,8 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from zoo.agent_format import CONFIG_JSON, read_config
-from zoo.bounds import check_seed
+from zoo.bounds import check_episodes, check_seed
 from zoo.checks import shown
+from zoo.episodes import check_can_render, episodes
 from zoo.errors import ZooError, first_line, in_words_of
 from zoo.hub import client
 from zoo.hub.card import format_metric, human_size, render_card
@@ -28,6 +29,7 @@ PUSH_FLAGS = {
     "private": "--private",
     "timeout": "--timeout",
     "n_eval_episodes": "--n-eval-episodes",
+    "n_eval_seeds": "--eval-seeds",
     **PACKAGE,
 }
 ENJOY_FLAGS = {"timeout": "--timeout", "device": "--device", **PACKAGE}
@@ -65,6 +67,8 @@ def push_main(argv: list[str]) -> int:
         force=args.force,
         n_eval_episodes=args.n_eval_episodes,
         eval_seed=args.eval_seed,
+        n_eval_seeds=args.eval_seeds,
+        allow_pickle=args.allow_pickle,
         record_video=not args.no_video,
         video_length=args.video_length,
         timeout=args.timeout,
@@ -90,9 +94,10 @@ def push_main(argv: list[str]) -> int:
 def enjoy_main(argv: list[str]) -> int:
     parser = enjoy_parser()
     args = parser.parse_args(argv)
-    if args.episodes < 1:
-        raise ZooError(f"--episodes must be >= 1, got {args.episodes}")
+    check_episodes(args.episodes)
     check_seed(args.seed, "--seed")
+    if args.render:
+        check_can_render()
     if args.folder is not None and args.revision is not None:
         raise ZooError("--revision applies to --repo-id only; a --folder is read as it is")
     with _flag_names(ENJOY_FLAGS):
@@ -119,7 +124,7 @@ def enjoy_main(argv: list[str]) -> int:
     where = args.folder if args.folder is not None else f"{args.repo_id}@{(agent.revision or '')[:12]}"
     print(
         f"{where} on {args.env or agent.env_id}: mean_reward "
-        f"{format_metric(mean, std)} over {args.episodes} {mode} episodes"
+        f"{format_metric(mean, std)} over {episodes(args.episodes)} ({mode}, eval seed {args.seed})"
     )
     return 0
 

@@ -5,6 +5,8 @@
 ``model.safetensors``       the policy's state_dict
 ``config.json``             everything needed to rebuild the model around those weights without pickle
 ``vec_normalize.json``      VecNormalize statistics, when the agent normalizes (also without pickle)
+``vec_normalize.pkl``       the same statistics as SB3's ``VecNormalize.save`` writes them: a pickle, for SB3
+                            and rl_zoo3 users who choose to unpickle; the zoo never reads it
 ``results.json``            the evaluation: mean/std reward, episodes, every episode's return and length; what
                             the replay shows; the ``zoo benchmark`` seeds the agent is one of, when it is
 ``config.yml``              the run's resolved configuration (``RunConfig.to_data``)
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from zoo.agent_format import write_json
+from zoo.bounds import MAX_SEEDS
 from zoo.checks import (
     FILE_NAME,
     check_digest,
@@ -47,8 +50,10 @@ MANIFEST_FILE = "manifest.json"
 MANIFEST_FORMAT = "sb3-reinforce-agent/manifest"
 MANIFEST_VERSION = 1
 MAX_MANIFEST_FILES = 256
-MAX_BENCHMARK_SEEDS = 1024
+MAX_BENCHMARK_SEEDS = MAX_SEEDS
 MAX_STEPS = 2**40
+MAX_MACHINE_FIELDS = 16
+MAX_MACHINE_TEXT = 200
 
 
 def write_manifest(folder: Path) -> dict[str, dict[str, Any]]:
@@ -124,11 +129,41 @@ def check_results(results: Any, env_id: str) -> dict[str, Any]:
             raise bad(f"{key} {shown(value)}, its episodes give {shown(expected)}")
     if not isinstance(results.get("deterministic"), bool):
         raise bad(f"deterministic {shown(results.get('deterministic'))}")
+    truncated = results.get("episode_truncated", [False] * n)
+    if not (isinstance(truncated, list) and len(truncated) == n and all(isinstance(t, bool) for t in truncated)):
+        raise bad(f"episode_truncated is not {n} booleans")
+    if "eval_seeds" in results:
+        _check_eval_seeds(results["eval_seeds"], n, bad)
+    machine = results.get("machine", {})
+    if not (
+        isinstance(machine, dict)
+        and len(machine) <= MAX_MACHINE_FIELDS
+        and all(isinstance(v, str) and len(v) <= MAX_MACHINE_TEXT for v in machine.values())
+    ):
+        raise bad(f"machine is not a mapping of at most {MAX_MACHINE_FIELDS} short texts (the CPU, versions)")
     if "replay" in results:
         _check_replay(results["replay"], bad)
     if "benchmark" in results:
         _check_benchmark(results["benchmark"], bad)
     return results
+
+
+def _check_eval_seeds(eval_seeds: Any, n_episodes: int, bad: Callable[[str], ZooError]) -> None:
+    """``eval_seeds``: each seed and how many of the episodes, in order, it played; together all of them."""
+    if not (
+        isinstance(eval_seeds, list)
+        and eval_seeds
+        and all(
+            isinstance(entry, dict)
+            and is_integer(entry.get("seed"))
+            and entry["seed"] >= 0
+            and is_integer(entry.get("episodes"))
+            and entry["episodes"] >= 1
+            for entry in eval_seeds
+        )
+        and sum(entry["episodes"] for entry in eval_seeds) == n_episodes
+    ):
+        raise bad(f"eval_seeds is not a list of seeds and their episodes, {n_episodes} in all")
 
 
 def _check_replay(replay: Any, bad: Callable[[str], ZooError]) -> None:

@@ -30,9 +30,9 @@ from zoo.agent_format import (
 from zoo.algos import algo_name, hyperparams_from_model, policy_alias
 from zoo.checks import check_digest, read_json, sha256_file, shown
 from zoo.config import RunConfig
+from zoo.episodes import Episodes, play
 from zoo.errors import Parameter, ZooError, first_line
-from zoo.evaluate import evaluate_episodes
-from zoo.factories import make_eval_env
+from zoo.factories import vec_env
 from zoo.hub.card import render_card
 from zoo.hub.layout import (
     CARD_FILE,
@@ -45,8 +45,9 @@ from zoo.hub.layout import (
     verify_file,
     write_manifest,
 )
-from zoo.hub.video import record_replay
-from zoo.normalization import VecNormalizeStats
+from zoo.hub.video import is_mujoco, record_replay
+from zoo.machine import evaluation_machine
+from zoo.normalization import PICKLE_FILE, VecNormalizeStats
 from zoo.runs import CONFIG_YML
 
 logger = logging.getLogger(__name__)
@@ -108,6 +109,7 @@ def build_package(
     env_kwargs: dict[str, Any] | None,
     n_eval_episodes: int,
     eval_seed: int,
+    n_eval_seeds: int,
     train_command: str | None,
     record_video: bool,
     video_length: int | None,
@@ -131,7 +133,7 @@ def build_package(
     )
 
     # Evaluation comes first: an agent that does not fit the env fails before anything is written or sent.
-    results = evaluation_results(model, env_id, env_kwargs, stats, n_eval_episodes, eval_seed)
+    results = evaluation_results(model, env_id, env_kwargs, stats, n_eval_episodes, eval_seed, n_eval_seeds)
     if benchmark is not None:
         results["benchmark"] = benchmark
 
@@ -152,6 +154,12 @@ def build_package(
         extra=extra,
     )
     _check_round_trip(folder, model)
+    if stats is not None:
+        venv = vec_env(env_id, env_kwargs)
+        try:
+            stats.save_sb3_pickle(folder / PICKLE_FILE, venv)
+        finally:
+            venv.close()
     (folder / CONFIG_YML).write_text(yaml.safe_dump(config.to_data(), sort_keys=False), encoding="utf-8")
 
     warnings: list[str] = []
@@ -171,6 +179,11 @@ def build_package(
     return warnings
 
 
+def eval_seed_counts(n_eval_episodes: int, n_eval_seeds: int) -> list[int]:
+    """The episodes each eval seed plays, ``n_eval_episodes`` dealt as evenly as possible over ``n_eval_seeds``."""
+    return [(n_eval_episodes + k) // n_eval_seeds for k in range(n_eval_seeds)]
+
+
 def evaluation_results(
     model: BaseAlgorithm,
     env_id: str,
@@ -178,23 +191,36 @@ def evaluation_results(
     stats: VecNormalizeStats | None,
     n_eval_episodes: int,
     eval_seed: int,
+    n_eval_seeds: int = 1,
 ) -> dict[str, Any]:
-    """results.json's evaluation of ``model``: ``n_eval_episodes`` deterministic episodes from ``eval_seed``."""
-    env = make_eval_env(model, env_id, env_kwargs, stats, seed=eval_seed)
-    try:
-        rewards, lengths = evaluate_episodes(model, env, n_eval_episodes)
-    finally:
-        env.close()
+    """results.json's evaluation of ``model``: ``n_eval_episodes`` deterministic episodes, dealt over the eval seeds
+    ``eval_seed``, ``eval_seed + 1``, ... (``n_eval_seeds`` of them), each from a fresh env.
+
+    Several seeds because one seed's episodes say little of what another CPU shows: on a chaotic env (MuJoCo's
+    walkers) another CPU's rounding sends the same seed down other trajectories, so a user sees new draws from the
+    agent's distribution of episodes, falls included, and only many episodes from several starts describe that.
+    """
+    seeds = []
+    episodes = Episodes([], [], [])
+    for k, count in enumerate(eval_seed_counts(n_eval_episodes, n_eval_seeds)):
+        played = play(model, env_id, env_kwargs, stats, count, seed=eval_seed + k)
+        seeds.append({"seed": eval_seed + k, "episodes": count})
+        episodes.rewards.extend(played.rewards)
+        episodes.lengths.extend(played.lengths)
+        episodes.truncated.extend(played.truncated)
     return {
         "env_id": env_id,
-        "mean_reward": float(np.mean(rewards)),
-        "std_reward": float(np.std(rewards)),
+        "mean_reward": float(np.mean(episodes.rewards)),
+        "std_reward": float(np.std(episodes.rewards)),
         "n_eval_episodes": n_eval_episodes,
         "deterministic": True,
         "eval_seed": eval_seed,
+        "eval_seeds": seeds,
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "episode_rewards": rewards,
-        "episode_lengths": lengths,
+        "machine": evaluation_machine(mujoco=is_mujoco(env_id)),
+        "episode_rewards": episodes.rewards,
+        "episode_lengths": episodes.lengths,
+        "episode_truncated": episodes.truncated,
     }
 
 

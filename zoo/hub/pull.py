@@ -42,8 +42,8 @@ from zoo.agent_format import (
 )
 from zoo.algos import ALGOS
 from zoo.checks import MAX_JSON_BYTES, read_json, shown
+from zoo.episodes import evaluate_episodes
 from zoo.errors import Parameter, ZooError, first_line
-from zoo.evaluate import DEFAULT_EVAL_SEED, evaluate_episodes
 from zoo.factories import make_eval_env
 from zoo.hub import client
 from zoo.hub.layout import (
@@ -55,6 +55,7 @@ from zoo.hub.layout import (
 )
 from zoo.hub.package import sb3_zip
 from zoo.normalization import VecNormalizeStats
+from zoo.parsers import DEFAULT_EVAL_SEED
 from zoo.runs import CONFIG_YML
 from zoo.yaml_data import MAX_YAML_CHARS, safe_yaml
 

@@ -23,7 +23,6 @@ from zoo.algos import algo_name
 from zoo.checks import read_json
 from zoo.config import RunConfig
 from zoo.errors import Parameter, ZooError
-from zoo.evaluate import DEFAULT_EVAL_SEED
 from zoo.folders import move_into_place, staging, write_atomically
 from zoo.hub import client
 from zoo.hub.card import format_metric, render_card
@@ -39,7 +38,7 @@ from zoo.hub.layout import (
 from zoo.hub.package import build_package, inventory, run_config_of, verify_package
 from zoo.measure import read_record
 from zoo.normalization import VecNormalizeStats
-from zoo.parsers import MIN_EVAL_EPISODES
+from zoo.parsers import CARD_EVAL_EPISODES, CARD_EVAL_SEEDS, DEFAULT_EVAL_SEED, MIN_EVAL_EPISODES
 from zoo.runs import RESULT_FILE, Run, load_run
 
 PLACEHOLDER_ORG = "ORG"
@@ -60,7 +59,10 @@ class PushOptions:
         folder inside or around it.
     :param force: let a dry run write into a non-empty ``dry_run_dir``.
     :param n_eval_episodes: deterministic evaluation episodes (at least :data:`~zoo.parsers.MIN_EVAL_EPISODES`).
-    :param eval_seed: the seed of the evaluation env.
+    :param eval_seed: the first seed of the evaluation env (the replay's).
+    :param n_eval_seeds: the eval seeds ``eval_seed``, ``eval_seed + 1``, ... the episodes are dealt over.
+    :param allow_pickle: for :func:`push_run`, load a zip without its run's config.yml with SB3's ``load``, which
+        unpickles it (:func:`zoo.runs.load_run`).
     :param record_video: record ``replay.mp4`` (a failure only costs the video, with a warning).
     :param video_length: most frames in ``replay.mp4``; None: 1,000, or 200 for MuJoCo envs (rendered in software).
     :param token: the Hub token; None: ``HF_TOKEN`` or ``hf auth login``'s.
@@ -73,8 +75,10 @@ class PushOptions:
     commit_message: str | None = None
     dry_run_dir: Path | None = None
     force: bool = False
-    n_eval_episodes: int = MIN_EVAL_EPISODES
+    n_eval_episodes: int = CARD_EVAL_EPISODES
     eval_seed: int = DEFAULT_EVAL_SEED
+    n_eval_seeds: int = CARD_EVAL_SEEDS
+    allow_pickle: bool = False
     record_video: bool = True
     video_length: int | None = None
     token: str | None = None
@@ -226,6 +230,11 @@ def push_to_hub(
             Parameter("n_eval_episodes"),
             f" must be >= {MIN_EVAL_EPISODES} for a published result, got {options.n_eval_episodes}",
         )
+    if not 1 <= options.n_eval_seeds <= options.n_eval_episodes:
+        raise ZooError(
+            Parameter("n_eval_seeds"),
+            f" must be between 1 and the {options.n_eval_episodes} evaluation episodes, got {options.n_eval_seeds}",
+        )
     run = run_config_of(config, model, env_id, vec_normalize)
     with staging(STAGING_PREFIX) as folder:
         warnings = build_package(
@@ -237,6 +246,7 @@ def push_to_hub(
             env_kwargs=env_kwargs,
             n_eval_episodes=options.n_eval_episodes,
             eval_seed=options.eval_seed,
+            n_eval_seeds=options.n_eval_seeds,
             train_command=train_command,
             record_video=options.record_video,
             video_length=options.video_length,
@@ -320,7 +330,7 @@ def push_run(path: str | Path, env_id: str, repo_id: str | None, options: PushOp
     """:func:`push_to_hub` for a model written by ``zoo train`` (the zip or its run folder), with what its run
     folder holds: config.yml, vec_normalize.json and command.txt, and, for a ``zoo benchmark`` run, the scores of
     its seeds (:func:`benchmark_of`). ``repo_id`` None: ``ORG/<algo>-<env>``."""
-    run = load_run(path, env_id)
+    run = load_run(path, env_id, allow_pickle=options.allow_pickle)
     name = repo_id or f"{PLACEHOLDER_ORG}/{repo_name(algo_name(run.model), env_id)}"
     benchmark, warnings = benchmark_of(run)
     result = push_to_hub(
@@ -344,10 +354,11 @@ def package_agent(
     out_dir: str | Path,
     *,
     repo_id: str | None = None,
-    n_eval_episodes: int = MIN_EVAL_EPISODES,
+    n_eval_episodes: int = CARD_EVAL_EPISODES,
     record_video: bool = True,
     video_length: int | None = None,
     eval_seed: int = DEFAULT_EVAL_SEED,
+    n_eval_seeds: int = CARD_EVAL_SEEDS,
     force: bool = False,
 ) -> PushResult:
     """Write a ready-to-push folder for a ``zoo train`` run (exactly a push's dry run) to ``out_dir``.
@@ -359,6 +370,7 @@ def package_agent(
         force=force,
         n_eval_episodes=n_eval_episodes,
         eval_seed=eval_seed,
+        n_eval_seeds=n_eval_seeds,
         record_video=record_video,
         video_length=video_length,
     )
