@@ -41,22 +41,12 @@ import torch as th
 import sb3_reinforce
 from zoo.config import get_config, known_env_ids
 from zoo.factories import make_model, training_envs
+from zoo.hub.video import is_mujoco
 from zoo.machine import cpu_model
 
 RESULTS = Path(__file__).parent / "results"
-MUJOCO_TASKS = [
-    "HalfCheetah-v5",
-    "Hopper-v5",
-    "Walker2d-v5",
-    "Swimmer-v5",
-    "InvertedPendulum-v5",
-    "InvertedDoublePendulum-v5",
-    "Reacher-v5",
-    "Ant-v5",
-    "Pusher-v5",
-    "HumanoidStandup-v5",
-    "Humanoid-v5",
-]
+# The zoo's MuJoCo tasks, in the order of its hyperparameter file.
+MUJOCO_TASKS = [env_id for env_id in known_env_ids("reinforce") if is_mujoco(env_id)]
 # Each round: (algorithm, core) pairs trained at the same time.
 ROUNDS = ((("reinforce", 0), ("ppo", 1)), (("a2c", 0), ("reinforce", 1)))
 SEED = 0
