@@ -449,6 +449,33 @@ def test_a_run_folder_in_use_is_neither_resumed_nor_found(cut: tuple[Path, int],
     assert find_resumable(tmp_path, "reinforce", "CartPole-v1", CONFIG.with_seed(SEED).to_data()) == run_dir
 
 
+def test_two_resumes_started_together_take_one_run_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: of two `zoo train --resume` started together, the second found the run the first had just taken and
+    exited 2 ("in use"), instead of taking another interrupted run or starting a new one, as the docs promise."""
+    command = [*TRAIN, "--log-folder", str(tmp_path)]
+    with cut_at_the_first_checkpoint():
+        assert cli(command) == 130
+        assert cli(command) == 130
+    older, newer = (tmp_path / "reinforce" / f"CartPole-v1_{k}" for k in (1, 2))
+    real = zoo.train.find_resumable
+    found: list[Path | None] = []
+
+    def found_before_it_was_taken(*args: Any) -> Path | None:
+        # The race, made certain: the first look finds the newest run free, just before the other process takes it.
+        found.append(newer if not found else real(*args))
+        return found[-1]
+
+    monkeypatch.setattr(zoo.train, "find_resumable", found_before_it_was_taken)
+    with exclusive(newer):  # the other `--resume`, training there
+        assert cli([*command, "--resume"]) == 0
+    assert found == [newer, older]
+    assert not (older / CHECKPOINT_DIR).exists()  # this one finished the free run
+    assert (newer / CHECKPOINT_DIR / MANIFEST).is_file()  # and left the taken one to its owner
+    capsys.readouterr()
+
+
 BENCHMARK_HYPERPARAMS = tuple((key, value) for key, value in OVERRIDES.items() if key != "n_timesteps")
 
 

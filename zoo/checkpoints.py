@@ -561,6 +561,10 @@ def in_use(folder: Path) -> bool:
     return descriptor is None
 
 
+class FolderInUse(ZooError):
+    """The run folder another process holds (:func:`exclusive`)."""
+
+
 @contextlib.contextmanager
 def exclusive(folder: Path) -> Iterator[None]:
     """Hold ``folder`` for this process, or raise a ZooError if another holds it: two processes that resumed one run
@@ -568,7 +572,7 @@ def exclusive(folder: Path) -> Iterator[None]:
     that holds it: a run that was killed leaves no stale lock behind."""
     descriptor = _lock(folder)
     if descriptor is None:
-        raise ZooError(f"{folder} is in use by another process (training or resuming the run there)")
+        raise FolderInUse(f"{folder} is in use by another process (training or resuming the run there)")
     try:
         yield
     finally:

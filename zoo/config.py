@@ -272,3 +272,44 @@ def same_value(stored: Any, expected: Any) -> bool:
         return float(stored.removeprefix(SCHEDULE_PREFIX)) == float(expected.removeprefix(SCHEDULE_PREFIX))
     except ValueError:
         return False
+
+
+def entry_of(
+    algo: str,
+    env_id: str,
+    overrides: dict[str, Any],
+    *,
+    variant: str | None = None,
+    conf_file: str | None = None,
+    defaults: bool = False,
+) -> RunConfig:
+    """The configuration ``zoo train``'s flags name: the env's entry in ``conf_file`` (``--conf-file``) or the zoo's
+    file (or its ``--variant``), with ``overrides`` (``--hyperparams``) on top. An env without an entry is refused,
+    as rl_zoo3 refuses it, unless ``overrides`` or ``defaults`` (``--defaults``) asks for the file's ``default:``
+    entry."""
+    if conf_file is not None:
+        if variant is not None:
+            raise ZooError("--variant names an entry of the zoo's file; with --conf-file, the file's entry is taken")
+        return config_from_file(conf_file, algo, env_id, overrides)
+    if variant is None and env_id not in known_env_ids(algo) and not (overrides or defaults):
+        raise ZooError(
+            f"{env_id} has no entry in {algo}.yml: give its hyperparameters with --conf-file FILE or "
+            "--hyperparams KEY=VALUE, or train the file's default: entry with --defaults"
+        )
+    return get_config(algo, env_id, overrides, variant=variant)
+
+
+def schedule_warning(config: RunConfig, n_timesteps: int) -> str | None:
+    """The warning due when ``--n-timesteps`` shortens an entry whose linear schedules were tuned for its own
+    budget: they then decay over the new budget, far faster (Acrobot's entry at 5e4 steps ends at -500)."""
+    schedules = [
+        f"{key} {value}"
+        for key, value in config.hyperparams.items()
+        if isinstance(value, str) and value.startswith(SCHEDULE_PREFIX)
+    ]
+    if not schedules or n_timesteps >= config.n_timesteps:
+        return None
+    return (
+        f"warning: the entry's schedules ({', '.join(schedules)}) were tuned for {config.n_timesteps:,} steps; "
+        f"over --n-timesteps {n_timesteps:,} they decay {config.n_timesteps / n_timesteps:.3g}x faster"
+    )

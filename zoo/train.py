@@ -19,13 +19,13 @@ from stable_baselines3.common.callbacks import BaseCallback, ProgressBarCallback
 from stable_baselines3.common.logger import Logger, configure
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from zoo.algos import SCHEDULE_PREFIX
 from zoo.bounds import check_seed
 from zoo.checkpoints import (
     CHECKPOINT_DIR,
     MANIFEST,
     PROGRESS_CSV,
     Checkpoint,
+    FolderInUse,
     continue_csv,
     default_interval,
     exclusive,
@@ -37,7 +37,7 @@ from zoo.checkpoints import (
     restore,
     save_checkpoint,
 )
-from zoo.config import RunConfig, config_from_file, get_config, known_env_ids
+from zoo.config import RunConfig, entry_of, schedule_warning
 from zoo.episodes import episodes, play
 from zoo.errors import ZooError, first_line
 from zoo.factories import check_env_id, make_model, training_envs
@@ -369,37 +369,32 @@ def resume_folder(flag: str | bool | None, log_folder: Path, config: RunConfig, 
     return found
 
 
-def entry_of(args: argparse.Namespace) -> RunConfig:
-    """The configuration ``zoo train``'s flags name: the env's entry in ``--conf-file`` or the zoo's file (or its
-    ``--variant``), with ``--hyperparams`` on top. An env without an entry is refused, as rl_zoo3 refuses it,
-    unless ``--hyperparams`` or ``--defaults`` asks for the file's ``default:`` entry."""
-    overrides = parse_overrides(args.hyperparams)
-    if args.conf_file is not None:
-        if args.variant is not None:
-            raise ZooError("--variant names an entry of the zoo's file; with --conf-file, the file's entry is taken")
-        return config_from_file(args.conf_file, args.algo, args.env, overrides)
-    if args.variant is None and args.env not in known_env_ids(args.algo) and not (overrides or args.defaults):
-        raise ZooError(
-            f"{args.env} has no entry in {args.algo}.yml: give its hyperparameters with --conf-file FILE or "
-            "--hyperparams KEY=VALUE, or train the file's default: entry with --defaults"
-        )
-    return get_config(args.algo, args.env, overrides, variant=args.variant)
-
-
-def schedule_warning(config: RunConfig, n_timesteps: int) -> str | None:
-    """The warning due when ``--n-timesteps`` shortens an entry whose linear schedules were tuned for its own
-    budget: they then decay over the new budget, far faster (Acrobot's entry at 5e4 steps ends at -500)."""
-    schedules = [
-        f"{key} {value}"
-        for key, value in config.hyperparams.items()
-        if isinstance(value, str) and value.startswith(SCHEDULE_PREFIX)
-    ]
-    if not schedules or n_timesteps >= config.n_timesteps:
-        return None
-    return (
-        f"warning: the entry's schedules ({', '.join(schedules)}) were tuned for {config.n_timesteps:,} steps; "
-        f"over --n-timesteps {n_timesteps:,} they decay {config.n_timesteps / n_timesteps:.3g}x faster"
-    )
+def train_taking_a_free_run(
+    args: argparse.Namespace, config: RunConfig, command: str, every: int | None, notes: tuple[str, ...]
+) -> None:
+    """:func:`train` as ``zoo train``'s flags say. With ``--resume`` alone, a run found free and then taken by
+    another ``--resume`` started at the same time (a job script's array) is passed over for the next interrupted
+    run or, failing one, a new run; a folder the user named stays theirs to wait for."""
+    resume = resume_folder(args.resume, Path(args.log_folder), config, args.verbose)
+    while True:
+        try:
+            train(
+                config,
+                log_folder=args.log_folder,
+                eval_freq=args.eval_freq,
+                eval_episodes=args.eval_episodes,
+                progress_bar=not args.no_progress_bar,
+                verbose=args.verbose,
+                command=command,
+                checkpoint_freq=every,
+                resume=resume,
+                notes=notes,
+            )
+            return
+        except FolderInUse:
+            if args.resume is not True or resume is None:
+                raise
+            resume = resume_folder(True, Path(args.log_folder), config, args.verbose)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -413,7 +408,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.checkpoint_freq is not None and args.checkpoint_freq < 0:
         raise ZooError(f"--checkpoint-freq must be >= 0 (0: no checkpoints), got {args.checkpoint_freq}")
     check_budget_flag(args.n_timesteps)
-    config = entry_of(args)
+    config = entry_of(
+        args.algo,
+        args.env,
+        parse_overrides(args.hyperparams),
+        variant=args.variant,
+        conf_file=args.conf_file,
+        defaults=args.defaults,
+    )
     warning = None
     if args.n_timesteps is not None:
         warning = schedule_warning(config, args.n_timesteps)
@@ -426,18 +428,7 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM (kill, a scheduler's preemption) ends the run as Ctrl-C does: the final model saved, the way on said.
     with terminated_as_interrupted():
         try:
-            train(
-                config,
-                log_folder=args.log_folder,
-                eval_freq=args.eval_freq,
-                eval_episodes=args.eval_episodes,
-                progress_bar=not args.no_progress_bar,
-                verbose=args.verbose,
-                command=command,
-                checkpoint_freq=every,
-                resume=resume_folder(args.resume, Path(args.log_folder), config, args.verbose),
-                notes=(warning,) if warning else (),
-            )
+            train_taking_a_free_run(args, config, command, every, (warning,) if warning else ())
         except KeyboardInterrupt:
             if every is not None:
                 print(
