@@ -243,3 +243,17 @@ def test_curves_that_cannot_be_drawn_cost_their_plot_alone(tmp_path: Path, capsy
     assert "warning: no learning-curve plot for CartPole-v1: " in capsys.readouterr().err
     source = (ROOT / "zoo" / "benchmark.py").read_text()
     assert source.index("write_table(rows, out") < source.index("plot_curves(records, out)")
+
+
+def test_evaluate_checks_a_packaged_folder_against_its_manifest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: `zoo evaluate --model PACKAGE` ignored manifest.json and scored a modified vec_normalize.json, where
+    `zoo enjoy --folder` refused the same folder."""
+    package = tmp_path / "Pendulum-v1"
+    shutil.copytree(ROOT / "hub_cards" / "Pendulum-v1", package)
+    stats = json.loads((package / JSON_FILE).read_text())
+    (package / JSON_FILE).write_text(json.dumps({**stats, "clip_obs": 5.0}))
+    for command in (["evaluate", "--model"], ["enjoy", "--folder"]):
+        assert cli([*command, str(package), "--episodes", "1"]) == 2
+        assert f"{JSON_FILE} is corrupt or was modified" in one_error_line(capsys)

@@ -402,7 +402,8 @@ def test_evaluate_refuses_an_agent_whose_statistics_are_missing(
     package = tmp_path / "package"
     shutil.copytree(PENDULUM_CARD, package, ignore=shutil.ignore_patterns("vec_normalize.json"))
     assert cli([*argv, str(package)]) == 2
-    assert "config.json says the agent uses VecNormalize, but vec_normalize.json is missing" in one_error_line(capsys)
+    # A packaged folder is checked against its manifest, as `zoo enjoy --folder` checks it.
+    assert one_error_line(capsys).endswith(f"{package}: vec_normalize.json is missing, though manifest.json lists it")
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))

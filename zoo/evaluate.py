@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from zoo.agent_format import CONFIG_JSON
 from zoo.bounds import check_episodes, check_seed
 from zoo.episodes import check_can_render, episodes, play
 from zoo.errors import ZooError
@@ -54,11 +55,15 @@ def main(argv: list[str] | None = None) -> int:
     check_seed(args.seed, "--seed")
     if args.render:
         check_can_render()
-    if args.repo_id is not None:
-        from zoo.hub.pull import load_from_hub  # the Hub client only for a download
+    packaged = args.model is not None and (Path(args.model) / CONFIG_JSON).is_file()
+    if args.repo_id is not None or packaged:
+        # A download, or a packaged folder, read as `zoo enjoy` reads it: each file checked against manifest.json.
+        from zoo.hub.pull import load_from_folder, load_from_hub
 
-        source: str = args.repo_id
-        agent = load_from_hub(args.repo_id, device="cpu")
+        source: str = args.repo_id or args.model
+        agent = (
+            load_from_hub(args.repo_id, device="cpu") if args.repo_id else load_from_folder(args.model, device="cpu")
+        )
         trained: str | None = agent.env_id
         model, stats, kwargs = agent.model, agent.vec_normalize_stats, agent.env_kwargs
         env_id = agent_env(args.env, trained, source)
