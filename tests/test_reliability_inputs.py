@@ -257,3 +257,19 @@ def test_evaluate_checks_a_packaged_folder_against_its_manifest(
     for command in (["evaluate", "--model"], ["enjoy", "--folder"]):
         assert cli([*command, str(package), "--episodes", "1"]) == 2
         assert f"{JSON_FILE} is corrupt or was modified" in one_error_line(capsys)
+
+
+def test_the_parameters_of_a_critic_into_a_critic_free_model_are_one_clear_error(tmp_path: Path) -> None:
+    """Before: SB3's set_parameters called load_state_dict on the missing critic optimizer (a NoneType
+    AttributeError)."""
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from sb3_reinforce import Reinforce
+
+    env = make_vec_env("CartPole-v1", n_envs=2, seed=0)
+    Reinforce("MlpPolicy", env, baseline="value", n_episodes=2, seed=0).save(tmp_path / "critic")
+    free = Reinforce("MlpPolicy", env, baseline="loo", n_episodes=2, seed=0)
+    with pytest.raises(ValueError, match=r"fits a critic \(their vf_optimizer\), and this one does not"):
+        free.set_parameters(str(tmp_path / "critic.zip"))
+    same = Reinforce("MlpPolicy", env, baseline="value", n_episodes=2, seed=1)
+    same.set_parameters(str(tmp_path / "critic.zip"))  # a model of the same kind still takes them

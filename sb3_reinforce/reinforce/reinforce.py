@@ -7,7 +7,8 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.save_util import load_from_zip_file
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule, TensorDict
 from stable_baselines3.common.utils import FloatSchedule, explained_variance, obs_as_tensor, update_learning_rate
 from torch.nn import functional as F
 
@@ -261,6 +262,24 @@ class Reinforce(EpisodicOnPolicyAlgorithm):
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
         state_dicts, variables = super()._get_torch_save_params()
         return ([*state_dicts, "vf_optimizer"] if self.fits_critic else state_dicts), variables
+
+    def set_parameters(
+        self,
+        load_path_or_dict: str | TensorDict,
+        exact_match: bool = True,
+        device: th.device | str = "auto",
+    ) -> None:
+        # SB3's own would call load_state_dict on this model's missing critic optimizer: a NoneType AttributeError
+        # for the parameters of a model that fits a critic, loaded into one that does not.
+        params: Any = load_path_or_dict
+        if not isinstance(params, dict):  # a zip's path (or an open file), as SB3's own takes
+            _, params, _ = load_from_zip_file(params, device=device, load_data=False)
+        if "vf_optimizer" in params and not self.fits_critic:
+            raise ValueError(
+                "these parameters are of a Reinforce that fits a critic (their vf_optimizer), and this one does not "
+                f"(baseline={self.baseline!r}, vf_update={self.vf_update!r}): build it with the same baseline"
+            )
+        super().set_parameters(params, exact_match=exact_match, device=device)
 
     def _advantages(
         self, values: th.Tensor, mask: np.ndarray, gae_lambda: float | None = None
