@@ -273,3 +273,25 @@ def test_the_parameters_of_a_critic_into_a_critic_free_model_are_one_clear_error
         free.set_parameters(str(tmp_path / "critic.zip"))
     same = Reinforce("MlpPolicy", env, baseline="value", n_episodes=2, seed=1)
     same.set_parameters(str(tmp_path / "critic.zip"))  # a model of the same kind still takes them
+
+
+class NanStartEnv(SpaceEnv):
+    """SpaceEnv whose first observation is NaN."""
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        observation, info = super().reset(seed=seed, options=options)
+        return np.full_like(observation, np.nan), info
+
+
+def test_a_nan_start_with_same_start_groups_is_named_as_such() -> None:
+    """Before: a NaN first observation with group_size=2 was blamed on the seed ("envs 0 and 0 ... start from
+    different observations")."""
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from sb3_reinforce import Reinforce
+
+    space = spaces.Box(-1, 1, (3,), np.float32)
+    env = make_vec_env(lambda: NanStartEnv(space, spaces.Discrete(2)), n_envs=2, seed=0)
+    model = Reinforce("MlpPolicy", env, baseline="loo", group_size=2, n_episodes=2, seed=0)
+    with pytest.raises(FloatingPointError, match=r"non-finite observation \(nan\)"):
+        model.learn(20)

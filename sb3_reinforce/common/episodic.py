@@ -314,6 +314,8 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         for group in range(n_groups):
             env.env_method("reset", seed=self._env_seed(), indices=list(range(group * size, (group + 1) * size)))
         observations = env.reset()
+        # Before the members are compared: a NaN start differs from itself, and would be blamed on the seed.
+        check_finite_observations(observations, self.num_timesteps)
         check_same_start(observations, n_groups, size)
         return observations
 
