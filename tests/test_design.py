@@ -123,6 +123,29 @@ def test_the_import_graph_has_no_circle() -> None:
         ({"a": {"b"}, "b": {"a"}}, ["a", "b", "a"]),
     ],
 )
+def library_imports_of_the_zoo(root: Path = ROOT) -> list[str]:
+    """Each ``library module -> zoo module`` import: the library is the zoo's foundation and knows nothing of it."""
+    graph = import_graph(root)
+    return sorted(
+        f"{name} -> {target}"
+        for name, targets in graph.items()
+        if name.split(".")[0] == "sb3_reinforce"
+        for target in targets
+        if target.split(".")[0] == "zoo"
+    )
+
+
+def test_the_library_imports_nothing_from_the_zoo(tmp_path: Path) -> None:
+    assert library_imports_of_the_zoo() == []
+    # The rule sees a breach: a scratch tree whose library imports the zoo, at function level too.
+    (tmp_path / "sb3_reinforce").mkdir()
+    (tmp_path / "zoo").mkdir()
+    (tmp_path / "sb3_reinforce" / "__init__.py").write_text("def f() -> None:\n    from zoo.config import x\n")
+    (tmp_path / "zoo" / "__init__.py").write_text("")
+    (tmp_path / "zoo" / "config.py").write_text("x = 1\n")
+    assert library_imports_of_the_zoo(tmp_path) == ["sb3_reinforce -> zoo.config"]
+
+
 def test_find_cycle(graph: dict[str, set[str]], cycle: list[str] | None) -> None:
     assert find_cycle(graph) == cycle
 
