@@ -271,8 +271,7 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         # was made with), and a VecNormalize would count those observations in its statistics, which the
         # uninterrupted run did not at this step: its statistics stay frozen through that reset.
         frozen = unwrap_vec_normalize(self.env) if self.env is not None and self.group_size > 1 and resuming else None
-        if frozen is not None and not frozen.training:
-            frozen = None
+        frozen = frozen if frozen is not None and frozen.training else None
         if frozen is not None:
             frozen.training = False
         previous = self._last_obs
@@ -314,8 +313,7 @@ class EpisodicOnPolicyAlgorithm(OnPolicyAlgorithm):
         for group in range(n_groups):
             env.env_method("reset", seed=self._env_seed(), indices=list(range(group * size, (group + 1) * size)))
         observations = env.reset()
-        # Before the members are compared: a NaN start differs from itself, and would be blamed on the seed.
-        check_finite_observations(observations, self.num_timesteps)
+        check_finite_observations(observations, self.num_timesteps)  # a NaN start differs from itself: not a seed's
         check_same_start(observations, n_groups, size)
         return observations
 

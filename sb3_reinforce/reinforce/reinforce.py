@@ -1,3 +1,7 @@
+"""``Reinforce``: one class with one job, the algorithm as SB3's contract shapes it (the constructor with its
+checked hyperparameters, the model's setup, save and load, the update), so it stays one module past the size rule;
+the mechanics it calls live in ``common/`` (collection, estimators, buffers) and ``critic.py``."""
+
 from __future__ import annotations
 
 import warnings
