@@ -109,13 +109,14 @@ def push(
     vec_normalize: VecNormalize | None = None,
     **options: Any,
 ) -> PushResult:
-    """``push_to_hub`` of ``model`` with the test run's config, 40-frame replays and ``options`` (PushOptions')."""
+    """``push_to_hub`` of ``model`` with the test run's config, 40-frame replays, 10 evaluation episodes over 2 eval
+    seeds (a card's 50 over 5 are a push's defaults, tested once) and ``options`` (PushOptions')."""
     stats = None if vec_normalize is None else VecNormalizeStats.from_vec_normalize(vec_normalize)
     return push_to_hub(
         model,
         ENV_ID,
         repo_id,
-        options=PushOptions(**{"video_length": 40, **options}),
+        options=PushOptions(**{"video_length": 40, "n_eval_episodes": 10, "n_eval_seeds": 2, **options}),
         config=config or run_config(),
         vec_normalize=stats,
     )

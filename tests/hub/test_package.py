@@ -38,6 +38,7 @@ from zoo.hub import TEMPLATE_PATH, PushOptions, push_run, push_to_hub
 from zoo.hub import video as zoo_video
 from zoo.hub.card import CPU_TORCH, LICENSE, REPOSITORY_URL, install_command
 from zoo.hub.cli import enjoy_main
+from zoo.parsers import CARD_EVAL_EPISODES, CARD_EVAL_SEEDS
 from zoo.runs import load_run
 
 PACKAGED = sorted(p for p in (ROOT / "hub_cards").iterdir() if p.is_dir())
@@ -58,7 +59,10 @@ def test_dry_run_writes_the_folder_and_makes_no_request(
     monkeypatch.delenv("HF_TOKEN")  # a dry run needs no token either
     hub.requests.clear()
     target = tmp_path / "out" / "dry"
-    result = push(model, "tester/dry-run", dry_run_dir=target)
+    defaults = PushOptions()
+    assert (defaults.n_eval_episodes, defaults.n_eval_seeds) == (CARD_EVAL_EPISODES, CARD_EVAL_SEEDS) == (50, 5)
+    evaluation = {"n_eval_episodes": defaults.n_eval_episodes, "n_eval_seeds": defaults.n_eval_seeds}
+    result = push(model, "tester/dry-run", dry_run_dir=target, **evaluation)
     assert hub.requests == []
     assert result.folder == target
     assert result.commit is None
