@@ -60,8 +60,8 @@ def evaluate_episodes(
     model: BaseAlgorithm, env: VecEnv, n_episodes: int, deterministic: bool = True, render: bool = False
 ) -> tuple[list[float], list[int]]:
     """Every episode's return and length over ``n_episodes`` episodes of ``env``."""
-    episodes = run_episodes(model, env, n_episodes, deterministic, render)
-    return episodes.rewards, episodes.lengths
+    played = run_episodes(model, env, n_episodes, deterministic, render)
+    return played.rewards, played.lengths
 
 
 def play(

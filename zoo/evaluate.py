@@ -16,28 +16,8 @@ from zoo.agent_format import CONFIG_JSON
 from zoo.bounds import check_episodes, check_seed
 from zoo.episodes import check_can_render, episodes, play
 from zoo.errors import ZooError
-from zoo.parsers import DEFAULT_EVAL_SEED, evaluate_parser
+from zoo.parsers import evaluate_parser
 from zoo.runs import load_run, trained_env_id
-
-
-def evaluate(
-    model_path: Path | str,
-    env_id: str,
-    episodes: int = 20,
-    deterministic: bool = True,
-    render: bool = False,
-    seed: int = DEFAULT_EVAL_SEED,
-    allow_pickle: bool = False,
-) -> tuple[float, float, list[int]]:
-    """Mean and std of the return, and every episode's length, of a model saved by ``zoo train`` or a packaged
-    agent (:func:`zoo.runs.load_run`), seen through its VecNormalize statistics when it has them."""
-    run = load_run(model_path, env_id, allow_pickle=allow_pickle)
-    # The run's env_kwargs belong to its own env; another env is evaluated as registered.
-    env_kwargs = run.config.env_kwargs if run.config is not None and run.config.env_id == env_id else {}
-    played = play(
-        run.model, env_id, env_kwargs, run.stats, episodes, seed=seed, deterministic=deterministic, render=render
-    )
-    return float(np.mean(played.rewards)), float(np.std(played.rewards)), played.lengths
 
 
 def agent_env(given: str | None, trained: str | None, source: str) -> str:

@@ -232,6 +232,7 @@ def rebuild_from_zip(path: Path, config: RunConfig) -> BaseAlgorithm:
     hyperparameters from the run's config.yml, its spaces from the env, every tensor (the policy's and the
     optimizers' state) from the zip's ``.pth`` files, which SB3's ``set_parameters`` reads with torch's
     ``weights_only`` loader, and its step count from the zip's JSON."""
+    data = _zip_data(path)
     env = vec_env(config.env_id, config.env_kwargs)
     try:
         description = {
@@ -242,7 +243,7 @@ def rebuild_from_zip(path: Path, config: RunConfig) -> BaseAlgorithm:
             "observation_space": space_to_json(env.observation_space),
             "action_space": space_to_json(env.action_space),
             "n_envs": config.n_envs,
-            "num_timesteps": _zip_field(path, "num_timesteps") or 0,
+            "num_timesteps": _natural(data.get("num_timesteps")) or 0,
         }
     finally:
         env.close()
@@ -251,19 +252,22 @@ def rebuild_from_zip(path: Path, config: RunConfig) -> BaseAlgorithm:
         model.set_parameters(str(path), exact_match=True, device="cpu")
     except Exception as error:  # a zip of another architecture: KeyError, RuntimeError (shapes), ValueError...
         raise ZooError(f"{path} is not the model its config.yml describes ({first_line(error)})") from None
-    model.seed = _zip_field(path, "seed")  # the model's own record, as SB3's load would set it
+    model.seed = _natural(data.get("seed"))  # the model's own record, as SB3's load would set it
     return model
 
 
-def _zip_field(path: Path, key: str) -> int | None:
-    """An integer field (``num_timesteps``, ``seed``) of the JSON ``data`` of an SB3 zip, read as text: no entry of
-    it is unpickled; None when it holds no integer >= 0 there."""
+def _zip_data(path: Path) -> dict[str, Any]:
+    """The JSON ``data`` of an SB3 zip, read as text: none of its serialized entries is unpickled."""
     try:
         with zipfile.ZipFile(path) as archive:
             data = json.loads(archive.read("data").decode("utf-8"))
     except (OSError, KeyError, ValueError, zipfile.BadZipFile) as error:
         raise ZooError(f"{path} is not a model this zoo can load ({first_line(error)})") from None
-    value = data.get(key) if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else {}
+
+
+def _natural(value: Any) -> int | None:
+    """``value`` if it is an integer >= 0 (a step count, a seed), else None."""
     return int(value) if is_integer(value) and value >= 0 else None
 
 
